@@ -1,0 +1,82 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+static char *vformat(const char *fmt, va_list ap)
+{
+        char *s = NULL;
+        if (vasprintf(&s, fmt, ap) < 0)
+                return NULL;
+        return s;
+}
+
+int gh_err(gh_error_t *err, int errnum, const char *fmt, ...)
+{
+        va_list ap;
+        char *msg, *full = NULL;
+
+        if (err == NULL)
+                return -1;
+        va_start(ap, fmt);
+        msg = vformat(fmt, ap);
+        va_end(ap);
+        if (msg != NULL && errnum > 0) {
+                if (asprintf(&full, "%s: %s", msg, strerror(errnum)) < 0)
+                        full = NULL;
+                free(msg);
+                msg = full;
+        }
+        gh_error_free(err);
+        *err = calloc(1, sizeof(**err));
+        if (*err == NULL) {
+                free(msg);
+                return -1;
+        }
+        (*err)->code = errnum > 0 ? errnum : 0;
+        (*err)->msg = msg != NULL ? msg : strdup("out of memory");
+        return -1;
+}
+
+int gh_err_wrap(gh_error_t *err, const char *fmt, ...)
+{
+        va_list ap;
+        char *ctx, *full = NULL;
+
+        if (err == NULL || *err == NULL)
+                return -1;
+        va_start(ap, fmt);
+        ctx = vformat(fmt, ap);
+        va_end(ap);
+        if (ctx == NULL)
+                return -1;
+        if (asprintf(&full, "%s: %s", ctx, (*err)->msg ? (*err)->msg : "") >= 0) {
+                free((*err)->msg);
+                (*err)->msg = full;
+        }
+        free(ctx);
+        return -1;
+}
+
+int gh_err_code(gh_error_t *err, int code)
+{
+        if (err != NULL && *err != NULL)
+                (*err)->code = code;
+        return -1;
+}
+
+void gh_error_free(gh_error_t *err)
+{
+        if (err == NULL || *err == NULL)
+                return;
+        free((*err)->msg);
+        free(*err);
+        *err = NULL;
+}
+
+__attribute__((visibility("default"))) void gpuhook_error_free(struct gpuhook_error *e)
+{
+        gh_error_free(&e);
+}

@@ -1,0 +1,44 @@
+/* The in-root resolver: every path inside a container root filesystem is opened relative to an fd
+ * of that root, never as a string.  Symlinks are resolved as if the root were "/", ".." stops at
+ * the root, magic links (/proc/PID/root, /proc/self/fd/N) are never followed.
+ *
+ * openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) does the work when the kernel has it; otherwise a
+ * component walk with O_NOFOLLOW does the same, readlink()ing every symlink and re-walking its
+ * target from the root (absolute) or the current directory (relative), at most 40 times. */
+#ifndef GH_ROOTFS_H
+#define GH_ROOTFS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+#define GH_MAX_SYMLINKS 40
+
+/* Opens a trusted host directory (the rootfs path a runtime gave us) as O_PATH|O_DIRECTORY. */
+int gh_rootfs_open(const char *path, gh_error_t *err);
+
+/* Opens PATH inside the root.  oflags: O_PATH, O_RDONLY, O_WRONLY, O_RDWR, O_DIRECTORY and
+ * O_NOFOLLOW (the last component is not followed; with O_PATH the link itself is returned).
+ * O_CREAT is refused: use the create helpers.  O_CLOEXEC is always added. */
+int gh_resolve(int rootfd, const char *path, int oflags, gh_error_t *err);
+
+/* mkdir -p inside the root, one component at a time; returns an O_PATH|O_DIRECTORY fd. */
+int gh_mkdir_p(int rootfd, const char *path, mode_t mode, gh_error_t *err);
+
+/* Opens the parent directory of PATH (created when create is true) and returns its O_PATH fd; the
+ * last component is returned in *name (caller frees).  Refuses "", "/", and a last "." or "..". */
+int gh_resolve_parent(int rootfd, const char *path, bool create, char **name, gh_error_t *err);
+
+/* Makes sure PATH is a regular file (an empty one is created; a symlink there is replaced, never
+ * followed) and returns an O_PATH fd of it: a bind-mount target for a file. */
+int gh_create_file(int rootfd, const char *path, mode_t mode, gh_error_t *err);
+
+/* Creates the symlink PATH -> TARGET.  TARGET is stored as given and never resolved.  An existing
+ * symlink is replaced; an existing file or directory is an error with code EEXIST. */
+int gh_create_symlink(int rootfd, const char *path, const char *target, gh_error_t *err);
+
+/* Returns the absolute path (as the kernel sees it from here) of an fd, for messages only. */
+char *gh_fd_path(int fd);
+
+#endif
