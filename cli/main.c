@@ -1,9 +1,13 @@
-/* gpu-cli: inspect the NVIDIA driver and inject it into containers. */
+/* gpu-cli: inspect the NVIDIA driver and inject it into containers.
+ * This file parses the global options and dispatches; each subcommand lives in its own file. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "gpuhook.h"
+#include "log.h"
 
 static void usage(FILE *out)
 {
@@ -11,25 +15,98 @@ static void usage(FILE *out)
                 "Usage: gpu-cli [GLOBAL OPTIONS] COMMAND [OPTIONS]\n"
                 "\n"
                 "Commands:\n"
-                "  info        show the driver and the GPUs\n"
+                "  info        show the driver and the GPUs (--csv, --json)\n"
                 "  list        list the host files a container would get\n"
-                "  configure   inject the driver into a container\n"
+                "  configure   inject the driver into a container: configure --pid=PID [OPTIONS] ROOTFS\n"
                 "\n"
                 "Global options:\n"
-                "  -h, --help      show this help\n"
-                "  -V, --version   show the version\n");
+                "  -r, --root=DIR         driver root (default /): ld.so.cache, PATH, /dev, /proc/driver/nvidia\n"
+                "  -C, --ldcache=FILE     ld.so.cache of the driver root (default /etc/ld.so.cache)\n"
+                "  -u, --user=UID[:GID]   identity of the driver service child (default: the overflow uid)\n"
+                "  -d, --debug=FILE       append debug output to FILE\n"
+                "      --log-format=json  write the debug output as JSON lines\n"
+                "  -k, --load-kmods       accepted for compatibility; gpu-cli never loads kernel modules\n"
+                "  -n, --no-pivot         accepted for compatibility\n"
+                "  -h, --help             show this help\n"
+                "  -V, --version          show the version\n"
+                "\n"
+                "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found, 4 requirement not met.\n");
+}
+
+static const char *const commands[] = { "info", "list", "configure", "cdi", "doctor" };
+
+static int (*command_fn(const char *name))(int, char **, const struct cli_globals *)
+{
+        if (strcmp(name, "info") == 0)
+                return cmd_info;
+        if (strcmp(name, "list") == 0)
+                return cmd_list;
+        if (strcmp(name, "configure") == 0)
+                return cmd_configure;
+        if (strcmp(name, "cdi") == 0)
+                return cmd_cdi;
+        if (strcmp(name, "doctor") == 0)
+                return cmd_doctor;
+        return NULL;
 }
 
 int main(int argc, char **argv)
 {
-        if (argc > 1 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
-                printf("gpu-cli %s\n", gpuhook_version());
-                return 0;
+        static const struct option opts[] = {
+                { "root", required_argument, NULL, 'r' },     { "ldcache", required_argument, NULL, 'C' },
+                { "user", required_argument, NULL, 'u' },     { "debug", required_argument, NULL, 'd' },
+                { "load-kmods", no_argument, NULL, 'k' },     { "no-pivot", no_argument, NULL, 'n' },
+                { "log-format", required_argument, NULL, 'L' }, { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },        { NULL, 0, NULL, 0 },
+        };
+        struct cli_globals g = { .root = "/" };
+        int (*fn)(int, char **, const struct cli_globals *);
+        int c;
+
+        gh_log_set_program("gpu-cli");
+        /* '+' stops at the first non-option: the subcommand and its own options follow. */
+        while ((c = getopt_long(argc, argv, "+r:C:u:d:knhV", opts, NULL)) != -1) {
+                switch (c) {
+                case 'r': g.root = optarg; break;
+                case 'C': g.ldcache = optarg; break;
+                case 'u': g.user = optarg; break;
+                case 'd': g.debug = optarg; break;
+                case 'k': g.load_kmods = true; break;
+                case 'n': g.no_pivot = true; break;
+                case 'L':
+                        if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
+                                fprintf(stderr, "gpu-cli: --log-format must be 'text' or 'json', not '%s'\n", optarg);
+                                return CLI_EXIT_USAGE;
+                        }
+                        g.json_log = strcmp(optarg, "json") == 0;
+                        break;
+                case 'h': usage(stdout); return CLI_EXIT_OK;
+                case 'V': printf("gpu-cli %s\n", gpuhook_version()); return CLI_EXIT_OK;
+                default: usage(stderr); return CLI_EXIT_USAGE;
+                }
         }
-        if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-                usage(stdout);
-                return 0;
+        if (optind >= argc) {
+                usage(stderr);
+                return CLI_EXIT_USAGE;
         }
-        usage(stderr);
-        return 2;
+        if (g.root[0] != '/') {
+                fprintf(stderr, "gpu-cli: --root '%s' must be an absolute path\n", g.root);
+                return CLI_EXIT_USAGE;
+        }
+        if (g.debug != NULL && gh_log_open(g.debug, g.json_log) < 0) {
+                fprintf(stderr, "gpu-cli: cannot open debug file %s: %m; pass a writable --debug path\n", g.debug);
+                return CLI_EXIT_USAGE;
+        }
+        fn = command_fn(argv[optind]);
+        if (fn == NULL) {
+                bool known = false;
+                for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                        known |= strcmp(commands[i], argv[optind]) == 0;
+                fprintf(stderr, "gpu-cli: %s command '%s'; see 'gpu-cli --help'\n",
+                        known ? "this build has no" : "unknown", argv[optind]);
+                return CLI_EXIT_USAGE;
+        }
+        int sub = optind;
+        optind = 0; /* reset getopt for the subcommand's own parsing */
+        return fn(argc - sub, argv + sub, &g);
 }
