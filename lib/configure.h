@@ -1,0 +1,52 @@
+/* `configure`: inject the driver into one container (REFERENCE §2-4, SECURITY rules 1-7).
+ *
+ * Phases, each with its own capabilities (caps.h):
+ *   discover  driver files (driver.h), GPUs (gpus.h; NVML only when needed), selection, requirements
+ *   plan      what goes where (plan.h), sources opened on the host
+ *   enter     setns() into the container's mount namespace, open its rootfs there
+ *   mount     device nodes, files, symlinks, /proc/driver/nvidia masking
+ *   ldcache   the container's /etc/ld.so.cache, written natively (or the host's ldconfig, sandboxed)
+ *   cgroup    device rules for exactly the injected nodes (v1 devices.allow / v2 eBPF) */
+#ifndef GH_CONFIGURE_H
+#define GH_CONFIGURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+#define GH_MAX_REQUIRES 64
+#define GH_MAX_IMEX 64
+
+struct gh_configure_opts {
+        pid_t pid;
+        const char *rootfs;  /* the container's root as a host path; absolute, not "/" */
+        const char *root;    /* driver root, "/" by default */
+        const char *ldcache; /* ld.so.cache of the driver root (inside it), NULL = /etc/ld.so.cache */
+        const char *path;    /* PATH searched for binaries under the driver root, NULL = default */
+        const char *user;    /* "UID[:GID]" of the driver service, NULL = the overflow ids */
+        const char *device;  /* --device list, NULL = no GPU device nodes */
+        const char *requires[GH_MAX_REQUIRES];
+        size_t nrequires;
+        unsigned caps;       /* GH_CAP_* (implications applied by gh_configure) */
+        const char *ldconfig;/* "@/sbin/ldconfig" to run the host's ldconfig sandboxed; NULL = native cache */
+        const char *mig_config, *mig_monitor; /* "all" or NULL */
+        unsigned imex[GH_MAX_IMEX];
+        size_t nimex;
+        bool no_cgroups, no_devbind, no_persistenced, no_fabricmanager, no_gsp_firmware;
+};
+
+/* Timings of the last gh_configure() call, microseconds, for logs and benchmarks. */
+struct gh_configure_timings {
+        long discover_us, plan_us, mount_us, ldcache_us, cgroup_us, total_us;
+        bool used_nvml;
+};
+
+/* Returns 0, or a negative value: GH_CONFIGURE_NO_DRIVER when no driver was found under the root,
+ * GH_CONFIGURE_UNMET when a requirement does not hold, -1 for anything else. */
+#define GH_CONFIGURE_NO_DRIVER (-3)
+#define GH_CONFIGURE_UNMET (-4)
+int gh_configure(const struct gh_configure_opts *opts, struct gh_configure_timings *timings, gh_error_t *err);
+
+#endif
