@@ -1,0 +1,223 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capability.h"
+#include "cleanup.h"
+#include "config.h" /* the build's: GPUHOOK_CLI_PATH */
+#include "hookconfig.h"
+#include "oci.h"
+
+enum key_type { KEY_BOOL, KEY_STRING, KEY_PATH, KEY_OPT_STRING, KEY_OPT_PATH, KEY_LDCONFIG, KEY_NAMES, KEY_CAPS };
+
+struct key {
+        const char *name;
+        enum key_type type;
+        size_t offset;
+};
+
+#define K(name, type, field) { name, type, offsetof(struct gh_config, field) }
+
+static const struct key top_keys[] = {
+        K("accept-visible-devices-envvar-when-unprivileged", KEY_BOOL, accept_envvar_unprivileged),
+        K("accept-visible-devices-as-volume-mounts", KEY_BOOL, accept_volume_mounts),
+        K("disable-require", KEY_BOOL, disable_require),
+        K("swarm-resource", KEY_NAMES, swarm_resource),
+        K("supported-driver-capabilities", KEY_CAPS, supported_caps),
+};
+
+static const struct key cli_keys[] = {
+        K("root", KEY_PATH, cli.root),          K("path", KEY_PATH, cli.path),
+        K("ldcache", KEY_OPT_PATH, cli.ldcache), K("ldconfig", KEY_LDCONFIG, cli.ldconfig),
+        K("no-cgroups", KEY_BOOL, cli.no_cgroups), K("user", KEY_OPT_STRING, cli.user),
+        K("load-kmods", KEY_BOOL, cli.load_kmods), K("debug", KEY_OPT_PATH, cli.debug),
+};
+
+static const struct key log_keys[] = {
+        K("file", KEY_OPT_PATH, log.file),
+};
+
+int gh_config_init(struct gh_config *cfg, gh_error_t *err)
+{
+        memset(cfg, 0, sizeof(*cfg));
+        cfg->accept_envvar_unprivileged = true;
+        cfg->supported_caps = GH_CAP_ALL;
+        cfg->swarm_resource = calloc(1, sizeof(char *));
+        cfg->cli.root = strdup("/");
+        cfg->cli.path = strdup(GPUHOOK_CLI_PATH);
+        cfg->log.file = strdup(GH_DEFAULT_LOG_FILE);
+        if (!cfg->swarm_resource || !cfg->cli.root || !cfg->cli.path || !cfg->log.file) {
+                gh_config_free(cfg);
+                return gh_err(err, ENOMEM, "initialising the configuration");
+        }
+        return 0;
+}
+
+static int set_names(char ***field, size_t *count, json_t *v, const char *key, gh_error_t *err)
+{
+        _cleanup_strv_ char **names = NULL;
+        json_t *item;
+        size_t i;
+
+        if (!json_is_array(v))
+                return gh_err(err, 0, "\"%s\" must be an array of environment variable names", key);
+        names = calloc(json_array_size(v) + 1, sizeof(char *));
+        if (names == NULL)
+                return gh_err(err, ENOMEM, "\"%s\"", key);
+        json_array_foreach(v, i, item) {
+                const char *s = json_string_value(item);
+                if (s == NULL || s[0] == '\0' || strchr(s, '=') != NULL || strlen(s) != json_string_length(item))
+                        return gh_err(err, 0, "\"%s\" entry %zu must be a non-empty variable name without '='", key, i);
+                names[i] = strdup(s);
+                if (names[i] == NULL)
+                        return gh_err(err, ENOMEM, "\"%s\"", key);
+        }
+        gh_strvfreep(field);
+        *field = steal_pointer(&names);
+        *count = i;
+        return 0;
+}
+
+static int set_key(struct gh_config *cfg, const struct key *k, const char *key, json_t *v, gh_error_t *err)
+{
+        void *field = (char *) cfg + k->offset;
+        const char *s;
+
+        switch (k->type) {
+        case KEY_BOOL:
+                if (!json_is_boolean(v))
+                        return gh_err(err, 0, "\"%s\" must be true or false", key);
+                *(bool *) field = json_is_true(v);
+                return 0;
+        case KEY_NAMES:
+                return set_names(field, &cfg->n_swarm_resource, v, key, err);
+        case KEY_CAPS: {
+                unsigned mask;
+                if (!json_is_string(v))
+                        return gh_err(err, 0, "\"%s\" must be a comma-separated string of capabilities", key);
+                if (gh_capability_parse(json_string_value(v), GH_CAP_ALL, &mask, err) < 0)
+                        return gh_err_wrap(err, "\"%s\"", key);
+                *(unsigned *) field = mask;
+                return 0;
+        }
+        case KEY_STRING:
+        case KEY_PATH:
+        case KEY_OPT_STRING:
+        case KEY_OPT_PATH:
+        case KEY_LDCONFIG:
+                break;
+        default:
+                return gh_err(err, 0, "\"%s\": internal error: unknown key type", key);
+        }
+
+        if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+                return gh_err(err, 0, "\"%s\" must be a string", key);
+        s = json_string_value(v);
+        bool optional = k->type == KEY_OPT_STRING || k->type == KEY_OPT_PATH || k->type == KEY_LDCONFIG;
+        if (s[0] == '\0' && !optional)
+                return gh_err(err, 0, "\"%s\" must not be empty", key);
+        if (s[0] != '\0') {
+                const char *p = k->type == KEY_LDCONFIG && s[0] == '@' ? s + 1 : s;
+                if ((k->type == KEY_PATH || k->type == KEY_OPT_PATH || k->type == KEY_LDCONFIG) && p[0] != '/')
+                        return gh_err(err, 0, "\"%s\" must be an absolute path%s, not '%s'", key,
+                                      k->type == KEY_LDCONFIG ? " (prefix it with @ for a host binary)" : "", s);
+        }
+        char **str = field;
+        free(*str);
+        *str = s[0] != '\0' ? strdup(s) : NULL;
+        if (s[0] != '\0' && *str == NULL)
+                return gh_err(err, ENOMEM, "\"%s\"", key);
+        return 0;
+}
+
+static int apply_object(struct gh_config *cfg, json_t *obj, const struct key *keys, size_t n, const char *prefix,
+                        gh_error_t *err)
+{
+        const char *name;
+        json_t *v;
+
+        json_object_foreach(obj, name, v) {
+                char full[256];
+                const struct key *k = NULL;
+
+                snprintf(full, sizeof(full), "%s%s", prefix, name);
+                for (size_t i = 0; i < n; i++)
+                        if (strcmp(keys[i].name, name) == 0)
+                                k = &keys[i];
+                if (k == NULL) {
+                        if (prefix[0] == '\0' && strcmp(name, "cli") == 0) {
+                                if (!json_is_object(v))
+                                        return gh_err(err, 0, "\"cli\" must be an object");
+                                if (apply_object(cfg, v, cli_keys, GH_ARRAY_SIZE(cli_keys), "cli.", err) < 0)
+                                        return -1;
+                                continue;
+                        }
+                        if (prefix[0] == '\0' && strcmp(name, "log") == 0) {
+                                if (!json_is_object(v))
+                                        return gh_err(err, 0, "\"log\" must be an object");
+                                if (apply_object(cfg, v, log_keys, GH_ARRAY_SIZE(log_keys), "log.", err) < 0)
+                                        return -1;
+                                continue;
+                        }
+                        return gh_err(err, 0, "unknown key \"%.64s%.64s\"", prefix, name);
+                }
+                if (set_key(cfg, k, full, v, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+int gh_config_parse(struct gh_config *cfg, const char *buf, size_t len, const char *what, gh_error_t *err)
+{
+        _cleanup_json_ json_t *j = gh_json_parse(buf, len, what, err);
+
+        if (j == NULL)
+                return -1;
+        if (apply_object(cfg, j, top_keys, GH_ARRAY_SIZE(top_keys), "", err) < 0)
+                return gh_err_wrap(err, "%s", what);
+        return 0;
+}
+
+int gh_config_load(struct gh_config *cfg, const char *path, gh_error_t *err)
+{
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        _cleanup_free_ char *what = NULL;
+        size_t len;
+
+        if (gh_config_init(cfg, err) < 0)
+                return -1;
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                gh_err(err, errno, "opening the configuration %s", path);
+                goto fail;
+        }
+        if (asprintf(&what, "configuration %s", path) < 0) {
+                gh_err(err, ENOMEM, "reading %s", path);
+                goto fail;
+        }
+        if (gh_read_bounded(fd, GH_CONFIG_MAX, &buf, &len, what, err) < 0 ||
+            gh_config_parse(cfg, buf, len, what, err) < 0)
+                goto fail;
+        return 0;
+fail:
+        gh_config_free(cfg);
+        return -1;
+}
+
+void gh_config_free(struct gh_config *cfg)
+{
+        gh_strvfreep(&cfg->swarm_resource);
+        free(cfg->cli.root);
+        free(cfg->cli.path);
+        free(cfg->cli.ldcache);
+        free(cfg->cli.ldconfig);
+        free(cfg->cli.user);
+        free(cfg->cli.debug);
+        free(cfg->log.file);
+        memset(cfg, 0, sizeof(*cfg));
+}

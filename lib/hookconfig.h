@@ -1,0 +1,52 @@
+/* gpu-hook's configuration file, /etc/gpu-hook/config.json by default (this module is "hookconfig" so
+ * that it cannot shadow the build's generated config.h).
+ *
+ * Its path comes from the command line or the compiled default, never from the environment.  A
+ * missing file means defaults; an unknown key, a value of the wrong type or an unknown capability
+ * is an error naming the key, so a typo never silently turns a setting off. */
+#ifndef GH_HOOKCONFIG_H
+#define GH_HOOKCONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+#define GH_CONFIG_MAX (1u << 20)
+
+struct gh_config {
+        bool accept_envvar_unprivileged; /* accept-visible-devices-envvar-when-unprivileged: true */
+        bool accept_volume_mounts;       /* accept-visible-devices-as-volume-mounts: false */
+        bool disable_require;            /* disable-require: false */
+        char **swarm_resource;           /* swarm-resource: variable names, NULL-terminated */
+        size_t n_swarm_resource;
+        unsigned supported_caps;         /* supported-driver-capabilities: GH_CAP_ALL */
+        struct {
+                char *root;     /* "/" */
+                char *path;     /* GPUHOOK_CLI_PATH */
+                char *ldcache;  /* NULL: gpu-cli's default */
+                char *ldconfig; /* NULL: gpu-cli writes the cache itself */
+                bool no_cgroups;
+                char *user;     /* NULL: gpu-cli's default */
+                bool load_kmods;
+                char *debug;    /* NULL: no debug file */
+        } cli;
+        struct {
+                char *file; /* "/var/log/gpu-hook.log"; NULL: no log line */
+        } log;
+};
+
+#define GH_DEFAULT_LOG_FILE "/var/log/gpu-hook.log"
+
+/* Fills the defaults. */
+int gh_config_init(struct gh_config *cfg, gh_error_t *err);
+
+/* Parses a config document over the defaults already in cfg; `what` names it in messages. */
+int gh_config_parse(struct gh_config *cfg, const char *buf, size_t len, const char *what, gh_error_t *err);
+
+/* gh_config_init + the file at path (ENOENT: defaults). */
+int gh_config_load(struct gh_config *cfg, const char *path, gh_error_t *err);
+
+void gh_config_free(struct gh_config *cfg);
+
+#endif

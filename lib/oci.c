@@ -1,0 +1,416 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "oci.h"
+
+#define CAP_SYS_ADMIN_NAME "CAP_SYS_ADMIN"
+
+int gh_read_bounded(int fd, size_t max, char **buf, size_t *len, const char *what, gh_error_t *err)
+{
+        _cleanup_free_ char *b = NULL;
+        size_t cap = 0, n = 0;
+
+        for (;;) {
+                if (n == cap) {
+                        size_t ncap = cap ? cap * 2 : 4096;
+                        char *nb;
+                        /* One byte past the limit tells "too large" from "exactly max". */
+                        if (ncap > max + 1)
+                                ncap = max + 1;
+                        if (ncap <= cap)
+                                return gh_err(err, 0, "%s is larger than %zu bytes; refusing to read it", what, max);
+                        nb = realloc(b, ncap + 1);
+                        if (nb == NULL)
+                                return gh_err(err, ENOMEM, "reading %s", what);
+                        b = nb;
+                        cap = ncap;
+                }
+                ssize_t r = read(fd, b + n, cap - n);
+                if (r < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return gh_err(err, errno, "reading %s", what);
+                }
+                if (r == 0)
+                        break;
+                n += (size_t) r;
+                if (n > max)
+                        return gh_err(err, 0, "%s is larger than %zu bytes; refusing to read it", what, max);
+        }
+        if (b == NULL && (b = malloc(1)) == NULL)
+                return gh_err(err, ENOMEM, "reading %s", what);
+        b[n] = '\0';
+        *buf = steal_pointer(&b);
+        *len = n;
+        return 0;
+}
+
+/* Length of the UTF-8 sequence at s (at most n bytes), 0 when it is not valid UTF-8: no overlong
+ * forms, no surrogates, nothing above U+10FFFF. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+        unsigned char c = s[0];
+        if (c < 0x80)
+                return 1;
+        if (c >= 0xc2 && c <= 0xdf)
+                return n >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
+        if (c >= 0xe0 && c <= 0xef) {
+                if (n < 3 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
+                        return 0;
+                if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f))
+                        return 0;
+                return 3;
+        }
+        if (c >= 0xf0 && c <= 0xf4) {
+                if (n < 4 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
+                        return 0;
+                if ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f))
+                        return 0;
+                return 4;
+        }
+        return 0;
+}
+
+/* One pass before jansson: its own messages for these cases ("unable to decode byte", "maximum
+ * parsing depth reached" at 2048) neither say what to fix nor stop early enough. */
+static int json_precheck(const char *buf, size_t len, const char *what, gh_error_t *err)
+{
+        const unsigned char *s = (const unsigned char *) buf;
+        bool in_string = false;
+        size_t depth = 0, i = 0;
+
+        while (i < len) {
+                unsigned char c = s[i];
+                if (c >= 0x80) {
+                        size_t l = utf8_seq(s + i, len - i);
+                        if (l == 0)
+                                return gh_err(err, 0, "%s is not valid UTF-8 (byte 0x%02x at offset %zu); fix the encoding", what, c, i);
+                        i += l;
+                        continue;
+                }
+                if (c == '\0')
+                        return gh_err(err, 0, "%s contains a NUL byte at offset %zu; it must be JSON text", what, i);
+                if (in_string) {
+                        if (c == '\\')
+                                i++;
+                        else if (c == '"')
+                                in_string = false;
+                } else if (c == '"') {
+                        in_string = true;
+                } else if (c == '{' || c == '[') {
+                        if (++depth > GH_JSON_MAX_DEPTH)
+                                return gh_err(err, 0, "%s nests JSON deeper than %d levels; refusing it", what, GH_JSON_MAX_DEPTH);
+                } else if ((c == '}' || c == ']') && depth > 0) {
+                        depth--;
+                }
+                i++;
+        }
+        return 0;
+}
+
+json_t *gh_json_parse(const char *buf, size_t len, const char *what, gh_error_t *err)
+{
+        json_error_t jerr;
+        json_t *j;
+
+        if (len == strspn(buf, " \t\r\n")) {
+                gh_err(err, 0, "%s is empty; expected a JSON object", what);
+                return NULL;
+        }
+        if (json_precheck(buf, len, what, err) < 0)
+                return NULL;
+        j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (j == NULL) {
+                gh_err(err, 0, "%s is not valid JSON: line %d column %d: %s", what, jerr.line, jerr.column, jerr.text);
+                return NULL;
+        }
+        if (!json_is_object(j)) {
+                json_decref(j);
+                gh_err(err, 0, "%s is not a JSON object", what);
+                return NULL;
+        }
+        return j;
+}
+
+/* Copies an optional string member; a member of another type is an error naming it. */
+static int get_string(json_t *obj, const char *key, const char *what, char **out, gh_error_t *err)
+{
+        json_t *v = json_object_get(obj, key);
+        *out = NULL;
+        if (v == NULL || json_is_null(v))
+                return 0;
+        if (!json_is_string(v))
+                return gh_err(err, 0, "%s: \"%s\" must be a string", what, key);
+        if (strlen(json_string_value(v)) != json_string_length(v))
+                return gh_err(err, 0, "%s: \"%s\" contains a NUL character", what, key);
+        *out = strdup(json_string_value(v));
+        if (*out == NULL)
+                return gh_err(err, ENOMEM, "%s", what);
+        return 0;
+}
+
+static int state_parse(const char *buf, size_t len, struct gh_oci_state *state, gh_error_t *err)
+{
+        static const char what[] = "the OCI state on stdin";
+        _cleanup_json_ json_t *j = NULL;
+        json_t *pid;
+
+        j = gh_json_parse(buf, len, what, err);
+        if (j == NULL)
+                return -1;
+        if (get_string(j, "ociVersion", what, &state->oci_version, err) < 0 ||
+            get_string(j, "id", what, &state->id, err) < 0 || get_string(j, "status", what, &state->status, err) < 0 ||
+            get_string(j, "bundle", what, &state->bundle, err) < 0 || get_string(j, "root", what, &state->root, err) < 0)
+                return -1;
+        if (state->bundle == NULL && get_string(j, "bundlePath", what, &state->bundle, err) < 0)
+                return -1;
+        pid = json_object_get(j, "pid");
+        if (pid != NULL && !json_is_null(pid)) {
+                if (!json_is_integer(pid) || json_integer_value(pid) < 0 || json_integer_value(pid) > (1 << 22))
+                        return gh_err(err, 0, "%s: \"pid\" must be a process id", what);
+                state->pid = (pid_t) json_integer_value(pid);
+        }
+        if (state->bundle == NULL || state->bundle[0] == '\0')
+                return gh_err(err, 0, "%s has no \"bundle\"; the runtime must pass the bundle directory", what);
+        if (state->bundle[0] != '/')
+                return gh_err(err, 0, "%s: bundle '%s' is not an absolute path", what, state->bundle);
+        return 0;
+}
+
+int gh_oci_state_parse(const char *buf, size_t len, struct gh_oci_state *state, gh_error_t *err)
+{
+        memset(state, 0, sizeof(*state));
+        if (state_parse(buf, len, state, err) < 0) {
+                gh_oci_state_free(state);
+                return -1;
+        }
+        return 0;
+}
+
+int gh_oci_state_read(int fd, struct gh_oci_state *state, gh_error_t *err)
+{
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+
+        if (gh_read_bounded(fd, GH_OCI_STATE_MAX, &buf, &len, "the OCI state on stdin", err) < 0)
+                return -1;
+        return gh_oci_state_parse(buf, len, state, err);
+}
+
+void gh_oci_state_free(struct gh_oci_state *state)
+{
+        free(state->oci_version);
+        free(state->id);
+        free(state->status);
+        free(state->bundle);
+        free(state->root);
+        memset(state, 0, sizeof(*state));
+}
+
+/* "a/./b//" -> "a/b": the runtime's own paths, cleaned for messages and for gpu-cli's argv. */
+static char *join_path(const char *base, const char *rel)
+{
+        _cleanup_free_ char *s = NULL;
+        char *out, *w;
+        const char *p;
+
+        if (asprintf(&s, "%s/%s", base, rel) < 0)
+                return NULL;
+        out = malloc(strlen(s) + 1);
+        if (out == NULL)
+                return NULL;
+        w = out;
+        for (p = s; *p;) {
+                if (*p == '/') {
+                        p++;
+                        continue;
+                }
+                const char *e = strchrnul(p, '/');
+                if (!(e - p == 1 && p[0] == '.')) {
+                        *w++ = '/';
+                        memcpy(w, p, (size_t) (e - p));
+                        w += e - p;
+                }
+                p = e;
+        }
+        if (w == out)
+                *w++ = '/';
+        *w = '\0';
+        return out;
+}
+
+static int parse_env(json_t *process, const char *what, struct gh_oci_spec *spec, gh_error_t *err)
+{
+        json_t *env = json_object_get(process, "env"), *v;
+        size_t i;
+
+        if (env == NULL || json_is_null(env))
+                env = NULL;
+        else if (!json_is_array(env))
+                return gh_err(err, 0, "%s: \"process.env\" must be an array of \"KEY=VALUE\" strings", what);
+        spec->env = calloc((env ? json_array_size(env) : 0) + 1, sizeof(char *));
+        if (spec->env == NULL)
+                return gh_err(err, ENOMEM, "%s", what);
+        json_array_foreach(env, i, v) {
+                const char *s;
+                if (!json_is_string(v))
+                        return gh_err(err, 0, "%s: \"process.env\" entry %zu is not a string", what, i);
+                s = json_string_value(v);
+                if (strlen(s) != json_string_length(v))
+                        return gh_err(err, 0, "%s: \"process.env\" entry %zu contains a NUL character", what, i);
+                if (strchr(s, '=') == NULL)
+                        return gh_err(err, 0, "%s: \"process.env\" entry '%.64s%s' has no '='; write it as KEY=VALUE", what,
+                                      s, strlen(s) > 64 ? "..." : "");
+                spec->env[spec->n_env] = strdup(s);
+                if (spec->env[spec->n_env] == NULL)
+                        return gh_err(err, ENOMEM, "%s", what);
+                spec->n_env++;
+        }
+        return 0;
+}
+
+/* ociVersion 1.0.0-rc1..rc4 had a flat list of capabilities; later ones an object of sets. */
+static int parse_privileged(json_t *process, const char *what, struct gh_oci_spec *spec, gh_error_t *err)
+{
+        json_t *caps = json_object_get(process, "capabilities"), *set, *v;
+        size_t i;
+
+        if (caps == NULL || json_is_null(caps))
+                return 0;
+        if (json_is_array(caps))
+                set = caps;
+        else if (json_is_object(caps))
+                set = json_object_get(caps, "bounding");
+        else
+                return gh_err(err, 0, "%s: \"process.capabilities\" must be an object", what);
+        if (set == NULL || json_is_null(set))
+                return 0;
+        if (!json_is_array(set))
+                return gh_err(err, 0, "%s: \"process.capabilities.bounding\" must be an array", what);
+        json_array_foreach(set, i, v) {
+                if (!json_is_string(v))
+                        return gh_err(err, 0, "%s: \"process.capabilities.bounding\" entry %zu is not a string", what, i);
+                if (strcmp(json_string_value(v), CAP_SYS_ADMIN_NAME) == 0)
+                        spec->privileged = true;
+        }
+        return 0;
+}
+
+static int parse_mounts(json_t *j, const char *what, struct gh_oci_spec *spec, gh_error_t *err)
+{
+        json_t *mounts = json_object_get(j, "mounts"), *m;
+        size_t i;
+
+        if (mounts == NULL || json_is_null(mounts))
+                return 0;
+        if (!json_is_array(mounts))
+                return gh_err(err, 0, "%s: \"mounts\" must be an array", what);
+        spec->mounts = calloc(json_array_size(mounts) + 1, sizeof(*spec->mounts));
+        if (spec->mounts == NULL)
+                return gh_err(err, ENOMEM, "%s", what);
+        json_array_foreach(mounts, i, m) {
+                struct gh_oci_mount *out = &spec->mounts[spec->n_mounts];
+                if (!json_is_object(m))
+                        return gh_err(err, 0, "%s: \"mounts\" entry %zu is not an object", what, i);
+                spec->n_mounts++;
+                if (get_string(m, "destination", what, &out->destination, err) < 0 ||
+                    get_string(m, "source", what, &out->source, err) < 0)
+                        return gh_err_wrap(err, "mount %zu", i);
+                if (out->destination == NULL)
+                        return gh_err(err, 0, "%s: \"mounts\" entry %zu has no \"destination\"", what, i);
+        }
+        return 0;
+}
+
+static int spec_parse(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
+{
+        static const char what[] = "the bundle's config.json";
+        _cleanup_json_ json_t *j = NULL;
+        _cleanup_free_ char *root_path = NULL;
+        json_t *process, *root;
+
+        j = gh_json_parse(buf, len, what, err);
+        if (j == NULL)
+                return -1;
+        if (get_string(j, "ociVersion", what, &spec->oci_version, err) < 0)
+                return -1;
+        process = json_object_get(j, "process");
+        root = json_object_get(j, "root");
+        if (spec->oci_version == NULL || !json_is_object(process) || !json_is_object(root))
+                return gh_err(err, 0, "%s lacks %s; is this an OCI bundle?", what,
+                              spec->oci_version == NULL      ? "\"ociVersion\""
+                              : !json_is_object(process) ? "the \"process\" object"
+                                                         : "the \"root\" object");
+        if (get_string(root, "path", what, &root_path, err) < 0)
+                return -1;
+        if (root_path == NULL || root_path[0] == '\0')
+                return gh_err(err, 0, "%s has no \"root.path\"", what);
+        spec->rootfs = join_path(root_path[0] == '/' ? "" : bundle, root_path);
+        if (spec->rootfs == NULL)
+                return gh_err(err, ENOMEM, "%s", what);
+        if (parse_env(process, what, spec, err) < 0 || parse_privileged(process, what, spec, err) < 0)
+                return -1;
+        return parse_mounts(j, what, spec, err);
+}
+
+int gh_oci_spec_parse(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
+{
+        memset(spec, 0, sizeof(*spec));
+        if (spec_parse(buf, len, bundle, spec, err) < 0) {
+                gh_oci_spec_free(spec);
+                return -1;
+        }
+        return 0;
+}
+
+int gh_oci_spec_load(const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
+{
+        _cleanup_close_ int dirfd = -1, fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        size_t len;
+
+        dirfd = open(bundle, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dirfd < 0)
+                return gh_err(err, errno, "opening the bundle directory %s", bundle);
+        fd = openat(dirfd, "config.json", O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return gh_err(err, errno, "opening %s/config.json", bundle);
+        if (fstat(fd, &st) < 0)
+                return gh_err(err, errno, "reading %s/config.json", bundle);
+        if (!S_ISREG(st.st_mode))
+                return gh_err(err, 0, "%s/config.json is not a regular file", bundle);
+        if (gh_read_bounded(fd, GH_OCI_CONFIG_MAX, &buf, &len, "the bundle's config.json", err) < 0)
+                return -1;
+        return gh_oci_spec_parse(buf, len, bundle, spec, err);
+}
+
+void gh_oci_spec_free(struct gh_oci_spec *spec)
+{
+        for (size_t i = 0; i < spec->n_env; i++)
+                free(spec->env[i]);
+        free(spec->env);
+        for (size_t i = 0; i < spec->n_mounts; i++) {
+                free(spec->mounts[i].destination);
+                free(spec->mounts[i].source);
+        }
+        free(spec->mounts);
+        free(spec->oci_version);
+        free(spec->rootfs);
+        memset(spec, 0, sizeof(*spec));
+}
+
+const char *gh_oci_getenv(char *const *env, size_t n, const char *name)
+{
+        size_t nl = strlen(name);
+        for (size_t i = n; i-- > 0;)
+                if (strncmp(env[i], name, nl) == 0 && env[i][nl] == '=')
+                        return env[i] + nl + 1;
+        return NULL;
+}

@@ -1,0 +1,73 @@
+/* OCI runtime input: the state a runtime writes on a hook's stdin and the bundle's config.json.
+ *
+ * Both come from a runtime we trust, but config.json carries what an image author chose (its
+ * environment, its mounts), so every parser here is bounded (size, nesting depth), rejects invalid
+ * UTF-8 and duplicate keys, checks the type of every field it reads and names the field on error. */
+#ifndef GH_OCI_H
+#define GH_OCI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+#define GH_OCI_STATE_MAX (1u << 20)   /* 1 MiB: a state is a few hundred bytes plus annotations */
+#define GH_OCI_CONFIG_MAX (16u << 20) /* 16 MiB: config.json with a large environment */
+#define GH_JSON_MAX_DEPTH 64          /* far deeper than any spec; stops stack-eating input early */
+
+struct gh_oci_state {
+        char *oci_version;
+        char *id;     /* container id: the trace id of logs */
+        char *status;
+        pid_t pid;    /* 0 when the state has none */
+        char *bundle; /* "bundle", or old Docker's "bundlePath" */
+        char *root;   /* crun's "root", or NULL */
+};
+
+struct gh_oci_mount {
+        char *destination;
+        char *source; /* NULL when the mount has none (tmpfs, proc) */
+};
+
+struct gh_oci_spec {
+        char *oci_version;
+        char *rootfs; /* root.path, joined to the bundle when relative */
+        char **env;   /* process.env as given ("K=V"), NULL-terminated */
+        size_t n_env;
+        bool privileged; /* CAP_SYS_ADMIN in the bounding set */
+        struct gh_oci_mount *mounts;
+        size_t n_mounts;
+};
+
+/* Reads at most `max` bytes from fd until EOF; more than that is an error naming `what`.  *buf is
+ * NUL-terminated (the NUL is not counted in *len). */
+int gh_read_bounded(int fd, size_t max, char **buf, size_t *len, const char *what, gh_error_t *err);
+
+/* Parses a JSON document: checks UTF-8 and nesting depth first (so the message says which), then
+ * loads it with jansson, rejecting duplicate keys.  `what` names the input in messages. */
+json_t *gh_json_parse(const char *buf, size_t len, const char *what, gh_error_t *err);
+
+int gh_oci_state_parse(const char *buf, size_t len, struct gh_oci_state *state, gh_error_t *err);
+/* Reads the state from fd (stdin for a hook), bounded by GH_OCI_STATE_MAX. */
+int gh_oci_state_read(int fd, struct gh_oci_state *state, gh_error_t *err);
+void gh_oci_state_free(struct gh_oci_state *state);
+
+/* Parses config.json; `bundle` (absolute) is joined to a relative root.path. */
+int gh_oci_spec_parse(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err);
+/* Loads <bundle>/config.json, bounded by GH_OCI_CONFIG_MAX. */
+int gh_oci_spec_load(const char *bundle, struct gh_oci_spec *spec, gh_error_t *err);
+void gh_oci_spec_free(struct gh_oci_spec *spec);
+
+/* The value of NAME in a "K=V" list, the last duplicate winning; NULL when unset. */
+const char *gh_oci_getenv(char *const *env, size_t n, const char *name);
+
+static inline void gh_json_decrefp(json_t **j)
+{
+        if (*j)
+                json_decref(*j);
+}
+#define _cleanup_json_ __attribute__((cleanup(gh_json_decrefp)))
+
+#endif
