@@ -93,6 +93,9 @@ int gh_busid_normalize(const char *in, char *out, size_t size);
 /* Fills the MIG devices' cap minors from proc/driver/nvidia/capabilities under the root. */
 int gh_gpus_read_mig_caps(int rootfd, struct gh_gpu_list *list, gh_error_t *err);
 
+/* True when s is a dotted decimal version with at least one dot ("580.95.05", "13.0"). */
+bool gh_version_is_dotted(const char *s);
+
 /* Lookups; NULL when absent. */
 const struct gh_gpu *gh_gpu_by_index(const struct gh_gpu_list *list, unsigned index);
 

@@ -1,0 +1,433 @@
+/* Both ends of the driver service protocol.  The server half calls NVML and runs only in the
+ * sandboxed child; the client half validates what comes back, since the child runs vendor code and
+ * is trusted no more than the driver root it was chrooted into. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <rpc/rpc.h>
+
+#include "cleanup.h"
+#include "log.h"
+#include "rpc.h"
+
+/* rpcgen's output does not pass our warning flags; it is compiled here, once, with them relaxed. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-variable"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wmissing-prototypes"
+#pragma GCC diagnostic ignored "-Wcast-function-type"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include "nvml.h"
+#include "nvml_xdr.inc"
+#include "nvml_svc.inc"
+#include "nvml_clnt.inc"
+#pragma GCC diagnostic pop
+
+/* A reply can describe at most this many GPUs; more is a broken service, not a machine. */
+#define MAX_GPUS 1024
+#define DEFAULT_TIMEOUT_MS 5000
+
+/* ---- NVML, as far as the service needs it (documented names, values and layouts) ---- */
+
+typedef int nvml_return;
+typedef struct nvml_device *nvml_device;
+
+enum { NVML_OK = 0, NVML_NOT_SUPPORTED = 3, NVML_NOT_FOUND = 6 };
+#define NVML_STR_MAX 96
+
+struct nvml_pci_info {
+        char bus_id_legacy[16];
+        unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
+        char bus_id[32];
+};
+
+static struct {
+        nvml_return (*init)(void);
+        const char *(*error_string)(nvml_return);
+        nvml_return (*driver_version)(char *, unsigned int);
+        nvml_return (*cuda_version)(int *);
+        nvml_return (*count)(unsigned int *);
+        nvml_return (*handle_by_index)(unsigned int, nvml_device *);
+        nvml_return (*uuid)(nvml_device, char *, unsigned int);
+        nvml_return (*name)(nvml_device, char *, unsigned int);
+        nvml_return (*brand)(nvml_device, int *);
+        nvml_return (*minor)(nvml_device, unsigned int *);
+        nvml_return (*pci_info)(nvml_device, struct nvml_pci_info *);
+        nvml_return (*compute_capability)(nvml_device, int *, int *);
+        nvml_return (*mig_mode)(nvml_device, unsigned int *, unsigned int *);
+        nvml_return (*max_mig_count)(nvml_device, unsigned int *);
+        nvml_return (*mig_handle)(nvml_device, unsigned int, nvml_device *);
+        nvml_return (*gi_id)(nvml_device, unsigned int *);
+        nvml_return (*ci_id)(nvml_device, unsigned int *);
+} nvml;
+
+static char setup_error[256];
+
+static const struct {
+        const char *name;
+        size_t offset;
+        bool optional; /* MIG entry points are missing from drivers older than R450 */
+} nvml_symbols[] = {
+#define SYM(field, sym, opt) { sym, offsetof(__typeof__(nvml), field), opt }
+        SYM(init, "nvmlInit_v2", false),
+        SYM(error_string, "nvmlErrorString", false),
+        SYM(driver_version, "nvmlSystemGetDriverVersion", false),
+        SYM(cuda_version, "nvmlSystemGetCudaDriverVersion_v2", false),
+        SYM(count, "nvmlDeviceGetCount_v2", false),
+        SYM(handle_by_index, "nvmlDeviceGetHandleByIndex_v2", false),
+        SYM(uuid, "nvmlDeviceGetUUID", false),
+        SYM(name, "nvmlDeviceGetName", false),
+        SYM(brand, "nvmlDeviceGetBrand", false),
+        SYM(minor, "nvmlDeviceGetMinorNumber", false),
+        SYM(pci_info, "nvmlDeviceGetPciInfo_v3", false),
+        SYM(compute_capability, "nvmlDeviceGetCudaComputeCapability", false),
+        SYM(mig_mode, "nvmlDeviceGetMigMode", true),
+        SYM(max_mig_count, "nvmlDeviceGetMaxMigDeviceCount", true),
+        SYM(mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex", true),
+        SYM(gi_id, "nvmlDeviceGetGpuInstanceId", true),
+        SYM(ci_id, "nvmlDeviceGetComputeInstanceId", true),
+#undef SYM
+};
+
+const char *gh_nvml_brand_name(int brand)
+{
+        /* NVML's nvmlBrandType_t values; one word each so that brand=NAME requirements can name them. */
+        static const char *const names[] = {
+                [0] = "Unknown",        [1] = "Quadro",         [2] = "Tesla",         [3] = "NVS",
+                [4] = "GRID",           [5] = "GeForce",        [6] = "TITAN",         [7] = "NvidiaVApps",
+                [8] = "NvidiaVPC",      [9] = "NvidiaVCS",      [10] = "NvidiaVWS",    [11] = "NvidiaCloudGaming",
+                [12] = "QuadroRTX",     [13] = "NvidiaRTX",     [14] = "Nvidia",       [15] = "GeForceRTX",
+                [16] = "TitanRTX",
+        };
+        if (brand < 0 || (size_t) brand >= GH_ARRAY_SIZE(names) || names[brand] == NULL)
+                return "Unknown";
+        return names[brand];
+}
+
+int gh_rpc_nvml_load(char *errbuf, size_t size)
+{
+        void *lib;
+        nvml_return r;
+
+        /* By SONAME: inside the chroot the driver root's own ld.so.cache finds it. */
+        lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (lib == NULL) {
+                snprintf(errbuf, size, "cannot load libnvidia-ml.so.1 from the driver root: %s", dlerror());
+                return -1;
+        }
+        for (size_t i = 0; i < GH_ARRAY_SIZE(nvml_symbols); i++) {
+                void *sym = dlsym(lib, nvml_symbols[i].name);
+                if (sym == NULL && !nvml_symbols[i].optional) {
+                        snprintf(errbuf, size, "libnvidia-ml.so.1 has no %s; the driver is too old", nvml_symbols[i].name);
+                        return -1;
+                }
+                memcpy((char *) &nvml + nvml_symbols[i].offset, &sym, sizeof(sym));
+        }
+        r = nvml.init();
+        if (r != NVML_OK) {
+                snprintf(errbuf, size, "NVML initialisation failed: %s", nvml.error_string(r));
+                return -1;
+        }
+        return 0;
+}
+
+void gh_rpc_set_setup_error(const char *msg)
+{
+        snprintf(setup_error, sizeof(setup_error), "%s", msg);
+}
+
+static char *nvml_error(const char *what, nvml_return r)
+{
+        char *s = NULL;
+        const char *why = nvml.error_string ? nvml.error_string(r) : NULL;
+        if (asprintf(&s, "%s: %s", what, why ? why : "unknown NVML error") < 0)
+                return NULL;
+        return s;
+}
+
+bool_t gh_rpc_driver_1_svc(void *arg, gh_rpc_driver_res *res, struct svc_req *req)
+{
+        gh_rpc_driver *d = &res->gh_rpc_driver_res_u.driver;
+        char version[81] = "";
+        nvml_return r;
+
+        memset(res, 0, sizeof(*res));
+        res->status = 1;
+        if (setup_error[0] != '\0') {
+                res->gh_rpc_driver_res_u.error = strdup(setup_error);
+                return TRUE;
+        }
+        if ((r = nvml.driver_version(version, sizeof(version) - 1)) != NVML_OK) {
+                res->gh_rpc_driver_res_u.error = nvml_error("nvmlSystemGetDriverVersion", r);
+                return TRUE;
+        }
+        if ((r = nvml.cuda_version(&d->cuda_version)) != NVML_OK) {
+                res->gh_rpc_driver_res_u.error = nvml_error("nvmlSystemGetCudaDriverVersion", r);
+                return TRUE;
+        }
+        if ((r = nvml.count(&d->count)) != NVML_OK) {
+                res->gh_rpc_driver_res_u.error = nvml_error("nvmlDeviceGetCount", r);
+                return TRUE;
+        }
+        d->driver_version = strdup(version);
+        res->status = 0;
+        return TRUE;
+}
+
+static char *bounded_dup(const char *s, size_t max)
+{
+        return strndup(s, max);
+}
+
+/* Fills the MIG part of one GPU; a GPU or driver without MIG support simply has none. */
+static const char *fill_migs(nvml_device dev, gh_rpc_gpu *g, nvml_return *rr)
+{
+        unsigned int current = 0, pending = 0, max = 0;
+
+        if (nvml.mig_mode == NULL || nvml.mig_mode(dev, &current, &pending) != NVML_OK || current != 1)
+                return NULL;
+        g->mig_enabled = TRUE;
+        if (nvml.max_mig_count == NULL || nvml.mig_handle == NULL || nvml.gi_id == NULL || nvml.ci_id == NULL)
+                return NULL;
+        if ((*rr = nvml.max_mig_count(dev, &max)) != NVML_OK)
+                return "nvmlDeviceGetMaxMigDeviceCount";
+        if (max > 64)
+                max = 64;
+        g->migs.migs_val = calloc(max + 1, sizeof(*g->migs.migs_val));
+        if (g->migs.migs_val == NULL)
+                return "out of memory";
+        for (unsigned int i = 0; i < max; i++) {
+                gh_rpc_mig *m = &g->migs.migs_val[g->migs.migs_len];
+                char uuid[NVML_STR_MAX + 1] = "";
+                nvml_device mdev;
+
+                *rr = nvml.mig_handle(dev, i, &mdev);
+                if (*rr == NVML_NOT_FOUND || *rr == NVML_NOT_SUPPORTED)
+                        continue;
+                if (*rr != NVML_OK)
+                        return "nvmlDeviceGetMigDeviceHandleByIndex";
+                if ((*rr = nvml.gi_id(mdev, &m->gi)) != NVML_OK)
+                        return "nvmlDeviceGetGpuInstanceId";
+                if ((*rr = nvml.ci_id(mdev, &m->ci)) != NVML_OK)
+                        return "nvmlDeviceGetComputeInstanceId";
+                if ((*rr = nvml.uuid(mdev, uuid, NVML_STR_MAX)) != NVML_OK)
+                        return "nvmlDeviceGetUUID (MIG)";
+                m->index = i;
+                m->uuid = bounded_dup(uuid, NVML_STR_MAX - 1);
+                g->migs.migs_len++;
+        }
+        return NULL;
+}
+
+bool_t gh_rpc_gpu_1_svc(u_int *index, gh_rpc_gpu_res *res, struct svc_req *req)
+{
+        gh_rpc_gpu *g = &res->gh_rpc_gpu_res_u.gpu;
+        char uuid[NVML_STR_MAX + 1] = "", name[NVML_STR_MAX + 1] = "";
+        struct nvml_pci_info pci;
+        const char *failed = NULL;
+        nvml_device dev;
+        nvml_return r = NVML_OK;
+
+        memset(res, 0, sizeof(*res));
+        memset(&pci, 0, sizeof(pci));
+        if (setup_error[0] != '\0') {
+                res->status = 1;
+                res->gh_rpc_gpu_res_u.error = strdup(setup_error);
+                return TRUE;
+        }
+        if ((r = nvml.handle_by_index(*index, &dev)) != NVML_OK)
+                failed = "nvmlDeviceGetHandleByIndex";
+        else if ((r = nvml.minor(dev, &g->minor)) != NVML_OK)
+                failed = "nvmlDeviceGetMinorNumber";
+        else if ((r = nvml.uuid(dev, uuid, NVML_STR_MAX)) != NVML_OK)
+                failed = "nvmlDeviceGetUUID";
+        else if ((r = nvml.name(dev, name, NVML_STR_MAX)) != NVML_OK)
+                failed = "nvmlDeviceGetName";
+        else if ((r = nvml.brand(dev, &g->brand)) != NVML_OK)
+                failed = "nvmlDeviceGetBrand";
+        else if ((r = nvml.pci_info(dev, &pci)) != NVML_OK)
+                failed = "nvmlDeviceGetPciInfo";
+        else if ((r = nvml.compute_capability(dev, &g->cc_major, &g->cc_minor)) != NVML_OK)
+                failed = "nvmlDeviceGetCudaComputeCapability";
+        else
+                failed = fill_migs(dev, g, &r);
+        pci.bus_id[sizeof(pci.bus_id) - 1] = '\0';
+        g->uuid = bounded_dup(uuid, NVML_STR_MAX - 1);
+        g->model = bounded_dup(name, NVML_STR_MAX - 1);
+        g->busid = bounded_dup(pci.bus_id, 31);
+        if (failed != NULL || g->uuid == NULL || g->model == NULL || g->busid == NULL) {
+                char what[64];
+                snprintf(what, sizeof(what), "GPU %u: %s", *index, failed ? failed : "out of memory");
+                xdr_free((xdrproc_t) xdr_gh_rpc_gpu, (char *) g);
+                memset(res, 0, sizeof(*res));
+                res->status = 1;
+                res->gh_rpc_gpu_res_u.error = nvml_error(what, r);
+                return TRUE;
+        }
+        res->status = 0;
+        return TRUE;
+}
+
+int gh_nvml_prog_1_freeresult(SVCXPRT *xprt, xdrproc_t xdr_result, caddr_t result)
+{
+        xdr_free(xdr_result, result);
+        return 1;
+}
+
+void gh_rpc_serve(int fd)
+{
+        SVCXPRT *xprt = svc_fd_create(fd, 0, 0);
+
+        if (xprt == NULL || !svc_register(xprt, GH_NVML_PROG, GH_NVML_VERS, gh_nvml_prog_1, 0))
+                return;
+        for (;;) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                if (poll(&p, 1, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return;
+                }
+                /* svc_getreq_common destroys the transport (closing fd) on EOF: then POLLNVAL. */
+                if (p.revents & POLLNVAL)
+                        return;
+                svc_getreq_common(fd);
+        }
+}
+
+/* ---- client ---- */
+
+static int call_failed(enum clnt_stat st, const char *what, int timeout_ms, gh_error_t *err)
+{
+        if (st == RPC_TIMEDOUT) {
+                gh_err(err, 0, "NVML did not answer %s within %d ms (libnvidia-ml hangs?)", what, timeout_ms);
+                return gh_err_code(err, ETIMEDOUT);
+        }
+        gh_err(err, 0, "asking NVML for %s: %s", what, clnt_sperrno(st));
+        return gh_err_code(err, EPIPE);
+}
+
+static bool clean_string(const char *s)
+{
+        if (s == NULL || s[0] == '\0')
+                return false;
+        for (; *s; s++)
+                if ((unsigned char) *s < 0x20 || *s == 0x7f)
+                        return false;
+        return true;
+}
+
+static int convert_gpu(const gh_rpc_gpu *r, unsigned index, struct gh_gpu *gpu, gh_error_t *err)
+{
+        memset(gpu, 0, sizeof(*gpu));
+        if (!clean_string(r->uuid) || !clean_string(r->model) || r->minor > 254 || r->cc_major < 0 ||
+            r->cc_minor < 0 || r->cc_major > 999 || r->cc_minor > 999)
+                return gh_err(err, 0, "NVML returned malformed data for GPU %u", index);
+        if (gh_busid_normalize(r->busid, gpu->busid, sizeof(gpu->busid)) < 0)
+                return gh_err(err, 0, "NVML returned a bad bus id for GPU %u", index);
+        gpu->minor = r->minor;
+        snprintf(gpu->uuid, sizeof(gpu->uuid), "%s", r->uuid);
+        snprintf(gpu->model, sizeof(gpu->model), "%s", r->model);
+        snprintf(gpu->brand, sizeof(gpu->brand), "%s", gh_nvml_brand_name(r->brand));
+        snprintf(gpu->arch, sizeof(gpu->arch), "%d.%d", r->cc_major, r->cc_minor);
+        gpu->mig_enabled = r->mig_enabled;
+        if (r->migs.migs_len == 0)
+                return 0;
+        gpu->migs = calloc(r->migs.migs_len, sizeof(*gpu->migs));
+        if (gpu->migs == NULL)
+                return gh_err(err, ENOMEM, "reading GPU %u", index);
+        for (u_int m = 0; m < r->migs.migs_len; m++) {
+                const gh_rpc_mig *rm = &r->migs.migs_val[m];
+                if (!clean_string(rm->uuid))
+                        return gh_err(err, 0, "NVML returned a malformed MIG device of GPU %u", index);
+                gpu->migs[m] = (struct gh_mig) { .index = rm->index, .gi = rm->gi, .ci = rm->ci };
+                snprintf(gpu->migs[m].uuid, sizeof(gpu->migs[m].uuid), "%s", rm->uuid);
+                gpu->nmigs++;
+        }
+        return 0;
+}
+
+static int fetch(CLIENT *clnt, int timeout_ms, struct gh_gpu_list *list, gh_error_t *err)
+{
+        gh_rpc_driver_res dres;
+        enum clnt_stat st;
+        int r = 0;
+
+        memset(&dres, 0, sizeof(dres));
+        st = gh_rpc_driver_1(NULL, &dres, clnt);
+        if (st != RPC_SUCCESS)
+                return call_failed(st, "the driver version", timeout_ms, err);
+        if (dres.status != 0) {
+                r = gh_err(err, 0, "%s", clean_string(dres.gh_rpc_driver_res_u.error) ? dres.gh_rpc_driver_res_u.error
+                                                                                     : "NVML failed");
+        } else if (!gh_version_is_dotted(dres.gh_rpc_driver_res_u.driver.driver_version) ||
+                   strlen(dres.gh_rpc_driver_res_u.driver.driver_version) >= sizeof(list->driver_version) ||
+                   dres.gh_rpc_driver_res_u.driver.count > MAX_GPUS || dres.gh_rpc_driver_res_u.driver.cuda_version < 0) {
+                r = gh_err(err, 0, "NVML returned a malformed driver description");
+        } else {
+                const gh_rpc_driver *d = &dres.gh_rpc_driver_res_u.driver;
+                snprintf(list->driver_version, sizeof(list->driver_version), "%s", d->driver_version);
+                snprintf(list->cuda_version, sizeof(list->cuda_version), "%d.%d", d->cuda_version / 1000,
+                         (d->cuda_version % 1000) / 10);
+                list->gpus = calloc(d->count + 1, sizeof(*list->gpus));
+                if (list->gpus == NULL)
+                        r = gh_err(err, ENOMEM, "listing GPUs");
+        }
+        unsigned count = dres.gh_rpc_driver_res_u.driver.count;
+        xdr_free((xdrproc_t) xdr_gh_rpc_driver_res, (char *) &dres);
+        if (r < 0)
+                return r;
+
+        for (unsigned i = 0; i < count; i++) {
+                gh_rpc_gpu_res gres;
+                char what[32];
+
+                memset(&gres, 0, sizeof(gres));
+                snprintf(what, sizeof(what), "GPU %u", i);
+                st = gh_rpc_gpu_1(&i, &gres, clnt);
+                if (st != RPC_SUCCESS)
+                        return call_failed(st, what, timeout_ms, err);
+                if (gres.status != 0)
+                        r = gh_err(err, 0, "%s", clean_string(gres.gh_rpc_gpu_res_u.error) ? gres.gh_rpc_gpu_res_u.error
+                                                                                         : "NVML failed");
+                else
+                        r = convert_gpu(&gres.gh_rpc_gpu_res_u.gpu, i, &list->gpus[list->n], err);
+                list->n++; /* counted even when partly filled, so gh_gpu_list_free frees its MIG array */
+                xdr_free((xdrproc_t) xdr_gh_rpc_gpu_res, (char *) &gres);
+                if (r < 0)
+                        return r;
+        }
+        list->from_nvml = true;
+        return 0;
+}
+
+int gh_rpc_fetch(int fd, int timeout_ms, struct gh_gpu_list *list, gh_error_t *err)
+{
+        struct sockaddr_un peer = { .sun_family = AF_UNIX };
+        struct netbuf addr = { .maxlen = sizeof(peer), .len = sizeof(sa_family_t), .buf = &peer };
+        struct timeval tv;
+        CLIENT *clnt;
+        int r;
+
+        memset(list, 0, sizeof(*list));
+        if (timeout_ms <= 0)
+                timeout_ms = DEFAULT_TIMEOUT_MS;
+        clnt = clnt_vc_create(fd, &addr, GH_NVML_PROG, GH_NVML_VERS, 0, 0);
+        if (clnt == NULL)
+                return gh_err(err, 0, "connecting to the NVML service: %s", clnt_spcreateerror("clnt_vc_create"));
+        tv.tv_sec = timeout_ms / 1000;
+        tv.tv_usec = (timeout_ms % 1000) * 1000;
+        clnt_control(clnt, CLSET_TIMEOUT, (char *) &tv);
+        r = fetch(clnt, timeout_ms, list, err);
+        clnt_destroy(clnt); /* leaves fd open: the caller owns it */
+        if (r < 0)
+                gh_gpu_list_free(list);
+        return r;
+}

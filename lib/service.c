@@ -1,0 +1,203 @@
+/* The driver service child: sandbox, then serve NVML over RPC; and its lifecycle in the parent. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "log.h"
+#include "rpc.h"
+#include "service.h"
+
+#define SERVICE_FD 3
+
+static unsigned long read_overflow(const char *path)
+{
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        unsigned long v;
+
+        if (f == NULL || fscanf(f, "%lu", &v) != 1 || v == 0 || v > 0xfffffffeUL)
+                return 65534;
+        return v;
+}
+
+uid_t gh_overflow_uid(void)
+{
+        return (uid_t) read_overflow("/proc/sys/kernel/overflowuid");
+}
+
+gid_t gh_overflow_gid(void)
+{
+        return (gid_t) read_overflow("/proc/sys/kernel/overflowgid");
+}
+
+static bool parse_id(const char *s, size_t len, unsigned long *out)
+{
+        unsigned long v = 0;
+
+        if (len == 0 || len > 10)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return false;
+                v = v * 10 + (unsigned long) (s[i] - '0');
+        }
+        if (v > 0xfffffffeUL) /* (uid_t) -1 means "no change" to the kernel */
+                return false;
+        *out = v;
+        return true;
+}
+
+int gh_service_parse_user(const char *spec, uid_t *uid, gid_t *gid, gh_error_t *err)
+{
+        const char *colon = strchr(spec, ':');
+        unsigned long u, g;
+
+        if (!parse_id(spec, colon ? (size_t) (colon - spec) : strlen(spec), &u) ||
+            (colon && !parse_id(colon + 1, strlen(colon + 1), &g)))
+                return gh_err(err, EINVAL, "bad --user '%s'; use numeric UID or UID:GID", spec);
+        *uid = (uid_t) u;
+        *gid = (gid_t) (colon ? g : u);
+        return 0;
+}
+
+static bool is_host_root(int rootfd)
+{
+        struct stat a, b;
+        return fstat(rootfd, &a) == 0 && stat("/", &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Everything up to (not including) dlopen.  why gets the reason on failure. */
+static int sandbox(int rootfd, int sock, uid_t uid, gid_t gid, pid_t parent, char *why, size_t size)
+{
+        bool privileged = geteuid() == 0, host_root = is_host_root(rootfd);
+        int nul, fd;
+        cap_t none;
+
+        if (fchdir(rootfd) < 0)
+                return snprintf(why, size, "entering the driver root: %m"), -1;
+        /* Only the socket survives, as fd 3; stdin/stdout point at /dev/null, stderr stays. */
+        fd = fcntl(sock, F_DUPFD, 10);
+        nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (fd < 0 || nul < 0 || dup2(nul, STDIN_FILENO) < 0 || dup2(nul, STDOUT_FILENO) < 0 ||
+            dup2(fd, SERVICE_FD) < 0)
+                return snprintf(why, size, "setting up the service's descriptors: %m"), -1;
+        for (int i = SERVICE_FD + 1; i < 1024; i++)
+                close(i); /* close_range() is newer than some kernels this runs on */
+        /* Unprivileged callers can still use the host's own driver, unchrooted. */
+        if (chroot(".") < 0 && (privileged || !host_root))
+                return snprintf(why, size, "chroot into the driver root: %m; run as root"), -1;
+        if (chdir("/") < 0)
+                return snprintf(why, size, "chdir / in the driver root: %m"), -1;
+        if (privileged) {
+                for (int c = 0; prctl(PR_CAPBSET_READ, c, 0, 0, 0) >= 0; c++)
+                        if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0)
+                                return snprintf(why, size, "dropping capability %d from the bounding set: %m", c), -1;
+                if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+                        return snprintf(why, size, "switching to uid %u gid %u: %m; check --user", (unsigned) uid,
+                                        (unsigned) gid),
+                               -1;
+        }
+        none = cap_init();
+        if (none == NULL || cap_set_proc(none) < 0) {
+                cap_free(none);
+                return snprintf(why, size, "dropping capabilities: %m"), -1;
+        }
+        cap_free(none);
+        prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return snprintf(why, size, "setting no_new_privs: %m"), -1;
+        /* Set after the uid change: changing credentials clears the parent-death signal. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
+                _exit(127);
+        clearenv();
+        return 0;
+}
+
+static __attribute__((noreturn)) void child_main(int rootfd, int sock, uid_t uid, gid_t gid, pid_t parent)
+{
+        char why[256] = "";
+
+        /* The parent may die before the first check; the second check after the uid change covers it. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != parent)
+                _exit(127);
+        gh_log_close();
+        signal(SIGPIPE, SIG_DFL);
+        if (sandbox(rootfd, sock, uid, gid, parent, why, sizeof(why)) == 0)
+                gh_rpc_nvml_load(why, sizeof(why));
+        if (why[0] != '\0')
+                gh_rpc_set_setup_error(why);
+        gh_rpc_serve(SERVICE_FD);
+        _exit(0);
+}
+
+/* Waits up to ms for the child to end by itself; returns true with *status when it did. */
+static bool wait_briefly(pid_t pid, int ms, int *status)
+{
+        for (int waited = 0; waited <= ms; waited += 10) {
+                pid_t r = waitpid(pid, status, WNOHANG);
+                if (r == pid || (r < 0 && errno != EINTR))
+                        return r == pid;
+                nanosleep(&(struct timespec) { .tv_nsec = 10 * 1000 * 1000 }, NULL);
+        }
+        return false;
+}
+
+static void stop_child(pid_t pid, bool failed, gh_error_t *err)
+{
+        int status = 0;
+
+        /* After a failure, a child that already died says why (a crash); otherwise kill it. */
+        if (wait_briefly(pid, failed ? 300 : 1000, &status)) {
+                if (failed && WIFSIGNALED(status))
+                        gh_err_wrap(err, "the NVML service crashed (%s)", strsignal(WTERMSIG(status)));
+                return;
+        }
+        kill(pid, SIGKILL);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+}
+
+int gh_service_query(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list *list, gh_error_t *err)
+{
+        uid_t uid = opts->uid == (uid_t) -1 ? gh_overflow_uid() : opts->uid;
+        gid_t gid = opts->gid == (gid_t) -1 ? gh_overflow_gid() : opts->gid;
+        _cleanup_close_ int ours = -1, theirs = -1;
+        int sv[2], r;
+        pid_t parent = getpid(), pid;
+
+        memset(list, 0, sizeof(*list));
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return gh_err(err, errno, "starting the NVML service: socketpair");
+        ours = sv[0];
+        theirs = sv[1];
+        fflush(NULL); /* buffered output must not be written twice */
+        pid = fork();
+        if (pid < 0)
+                return gh_err(err, errno, "starting the NVML service: fork");
+        if (pid == 0) {
+                close(ours);
+                child_main(rootfd, theirs, uid, gid, parent);
+        }
+        close(TAKE_FD(theirs));
+        gh_debug("NVML service: pid %d, uid %u, gid %u", (int) pid, (unsigned) uid, (unsigned) gid);
+        r = gh_rpc_fetch(ours, opts->timeout_ms, list, err);
+        close(TAKE_FD(ours)); /* EOF tells a healthy child to exit */
+        stop_child(pid, r < 0, err);
+        if (r < 0)
+                return gh_err_wrap(err, "querying the driver through NVML");
+        gh_debug("GPUs from the NVML service: %zu, driver %s, CUDA %s", list->n, list->driver_version,
+                 list->cuda_version);
+        return 0;
+}

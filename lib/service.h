@@ -1,0 +1,27 @@
+/* The driver service: a short-lived child that loads NVML so the privileged process never does.
+ *
+ * The child chroots into the driver root, drops to an unprivileged uid/gid, drops every
+ * capability, sets no_new_privs, dies with its parent, runs with an empty environment, dlopens
+ * libnvidia-ml.so.1 and answers the protocol of lib/nvml.x over a socketpair (rpc.c).  A call that
+ * does not return in time, a crash or an NVML error ends with the child killed and reaped. */
+#ifndef GH_SERVICE_H
+#define GH_SERVICE_H
+
+#include <sys/types.h>
+
+#include "error.h"
+#include "gpus.h"
+
+/* Starts the service for the driver root, asks it for everything and stops it.  opts->uid/gid
+ * (uid_t) -1 means the kernel's overflow uid/gid. */
+int gh_service_query(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list *list, gh_error_t *err);
+
+/* Parses --user: "UID", "UID:GID" (numbers only; a name would need the host's NSS, which runs
+ * code from outside our control).  GID defaults to UID. */
+int gh_service_parse_user(const char *spec, uid_t *uid, gid_t *gid, gh_error_t *err);
+
+/* The overflow uid/gid from /proc/sys/kernel/overflow{u,g}id (65534 when unreadable). */
+uid_t gh_overflow_uid(void);
+gid_t gh_overflow_gid(void);
+
+#endif
