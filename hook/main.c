@@ -1,15 +1,211 @@
-/* gpu-hook: the OCI createRuntime/prestart hook. */
+/* gpu-hook: the OCI createRuntime/prestart hook.
+ *
+ * Reads the OCI state on stdin, the bundle's config.json and gpu-hook's configuration, decides from
+ * the container's environment whether (and how) it gets a GPU, and runs `gpu-cli configure` for it.
+ * Nothing here depends on the hook's own environment: a runtime may pass it the container's, and
+ * the container's is chosen by whoever built the image. */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cleanup.h"
+#include "config.h" /* the build's: GPUHOOK_DEFAULT_CONFIG */
+#include "env.h"
 #include "gpuhook.h"
+#include "hook.h"
+#include "hookconfig.h"
+#include "hooklog.h"
+#include "log.h"
+#include "oci.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+struct options {
+        const char *config;
+        const char *debug;
+        const char *stage;
+        bool dry_run;
+};
+
+static void usage(FILE *out)
+{
+        fprintf(out,
+                "Usage: gpu-hook [--config=FILE] [--debug=FILE] [--dry-run] STAGE\n"
+                "\n"
+                "OCI hook that gives a container an NVIDIA GPU when its environment asks for one\n"
+                "(NVIDIA_VISIBLE_DEVICES and friends).  Reads the OCI state on stdin.\n"
+                "\n"
+                "Stages: createRuntime (preferred), prestart; poststart and poststop do nothing.\n"
+                "\n"
+                "Options:\n"
+                "  --config=FILE  configuration (default %s)\n"
+                "  --debug=FILE   append debug output (JSON lines) to FILE; also passed to gpu-cli\n"
+                "  --dry-run      print the decision as one JSON object and change nothing\n"
+                "  --help, --version\n"
+                "\n"
+                "Exit status: 0 success (or not a GPU container), 1 failure, 2 usage error;\n"
+                "gpu-cli configure's status when it fails (4: requirement not met).\n",
+                GPUHOOK_DEFAULT_CONFIG);
+}
+
+static bool is_stage(const char *s)
+{
+        return strcmp(s, "createRuntime") == 0 || strcmp(s, "prestart") == 0 || strcmp(s, "poststart") == 0 ||
+               strcmp(s, "poststop") == 0;
+}
+
+/* Hand-rolled instead of getopt_long: getopt consults POSIXLY_CORRECT, and the hook must not let
+ * its environment change anything. */
+static int parse_args(int argc, char **argv, struct options *o)
+{
+        for (int i = 1; i < argc; i++) {
+                const char *a = argv[i];
+                const char **value = NULL;
+                size_t nl = 0;
+
+                if (strncmp(a, "--config", nl = 8) == 0)
+                        value = &o->config;
+                else if (strncmp(a, "--debug", nl = 7) == 0)
+                        value = &o->debug;
+                if (value != NULL && (a[nl] == '=' || a[nl] == '\0')) {
+                        if (a[nl] == '=')
+                                *value = a + nl + 1;
+                        else if (i + 1 < argc)
+                                *value = argv[++i];
+                        else
+                                return fprintf(stderr, "gpu-hook: %s needs a value\n", a), -1;
+                        if (**value == '\0')
+                                return fprintf(stderr, "gpu-hook: %.*s needs a non-empty value\n", (int) nl, a), -1;
+                        continue;
+                }
+                if (strcmp(a, "--dry-run") == 0) {
+                        o->dry_run = true;
+                } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+                        usage(stdout);
+                        exit(EXIT_OK);
+                } else if (strcmp(a, "--version") == 0) {
+                        printf("gpu-hook %s\n", gpuhook_version());
+                        exit(EXIT_OK);
+                } else if (a[0] != '-' && is_stage(a) && o->stage == NULL) {
+                        o->stage = a;
+                } else {
+                        fprintf(stderr, "gpu-hook: unexpected argument '%.64s'; see 'gpu-hook --help'\n", a);
+                        return -1;
+                }
+        }
+        if (o->stage == NULL && !o->dry_run) {
+                fprintf(stderr, "gpu-hook: no stage given; use createRuntime or prestart (hooks.d: put it in \"args\")\n");
+                return -1;
+        }
+        return 0;
+}
+
+/* Everything up to the decision; fills what the log and the caller need. */
+static int run(const struct options *o, struct gh_config *cfg, struct gh_hooklog *log, gh_error_t *err)
+{
+        struct gh_oci_state state = { 0 };
+        struct gh_oci_spec spec = { 0 };
+        struct gh_env_decision d = { 0 };
+        _cleanup_strv_ char **argv = NULL;
+        _cleanup_free_ char *last = NULL;
+        int r = -1;
+
+        if (gh_config_load(cfg, o->config ? o->config : GPUHOOK_DEFAULT_CONFIG, err) < 0) {
+                gh_config_init(cfg, NULL); /* so the failure is still logged where configured by default */
+                return -1;
+        }
+        gh_hooklog_phase(log, "config");
+        if (gh_oci_state_read(STDIN_FILENO, &state, err) < 0)
+                return -1;
+        gh_log_set_trace_id(state.id);
+        gh_hooklog_set_trace_id(log, state.id);
+        log->container_pid = state.pid;
+        gh_hooklog_phase(log, "state");
+        if (gh_oci_spec_load(state.bundle, &spec, err) < 0)
+                goto out;
+        gh_hooklog_phase(log, "spec");
+        if (gh_env_decide(&spec, cfg, &d, err) < 0)
+                goto out;
+        log->decision = gh_env_decision_json(&d, spec.rootfs, state.pid);
+        gh_hooklog_phase(log, "decide");
+
+        if (o->dry_run) {
+                _cleanup_free_ char *s = log->decision ? json_dumps(log->decision, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+                if (s == NULL) {
+                        r = gh_err(err, ENOMEM, "printing the decision");
+                        goto out;
+                }
+                printf("%s\n", s);
+                r = 0;
+                goto out;
+        }
+        if (!d.gpu_container) {
+                log->result = "skipped";
+                r = 0;
+                goto out;
+        }
+        if (state.pid <= 0) {
+                r = gh_err(err, 0, "the OCI state has no container pid; gpu-hook must run as a createRuntime or prestart hook");
+                goto out;
+        }
+        argv = gh_hook_configure_argv(cfg, &d, state.pid, spec.rootfs, o->debug, err);
+        if (argv == NULL)
+                goto out;
+        gh_debug("running %s configure for %s", argv[0], spec.rootfs);
+        r = gh_hook_run(argv, &last, err);
+        gh_hooklog_phase(log, "configure");
+        if (r > 0) {
+                /* gpu-cli already told the user on stderr; the log keeps its last line. */
+                log->exit_code = r;
+                gh_hooklog_set_error(log, last ? last : "gpu-cli configure failed");
+        } else if (r == 0) {
+                log->result = "configured";
+        }
+out:
+        gh_env_decision_free(&d);
+        gh_oci_spec_free(&spec);
+        gh_oci_state_free(&state);
+        return r;
+}
 
 int main(int argc, char **argv)
 {
-        if (argc > 1 && strcmp(argv[1], "--version") == 0) {
-                printf("gpu-hook %s\n", gpuhook_version());
-                return 0;
+        struct options o = { 0 };
+        _cleanup_error_ gh_error_t err = NULL;
+        struct gh_config cfg = { 0 };
+        struct gh_hooklog log;
+        int r, status;
+
+        gh_log_set_program("gpu-hook");
+        if (parse_args(argc, argv, &o) < 0)
+                return EXIT_USAGE;
+        /* Nothing to do after the container started or stopped: be gone before reading anything. */
+        if (o.stage != NULL && (strcmp(o.stage, "poststart") == 0 || strcmp(o.stage, "poststop") == 0))
+                return EXIT_OK;
+        if (o.debug != NULL && gh_log_open(o.debug, true) < 0) {
+                fprintf(stderr, "gpu-hook: cannot open debug file %s: %m; pass a writable --debug path\n", o.debug);
+                return EXIT_USAGE;
         }
-        fprintf(stderr, "Usage: gpu-hook [--config=FILE] [--debug=FILE] [--dry-run] createRuntime|prestart|poststart|poststop\n");
-        return argc > 1 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+
+        gh_hooklog_start(&log, o.stage ? o.stage : "createRuntime");
+        r = run(&o, &cfg, &log, &err);
+        if (r < 0) {
+                const char *msg = err && err->msg ? err->msg : "failed";
+                /* One human line: the runtime shows it to whoever started the container. */
+                fprintf(stderr, "gpu-hook: %s\n", msg);
+                gh_hooklog_set_error(&log, msg);
+                log.exit_code = EXIT_FAIL;
+                status = EXIT_FAIL;
+        } else {
+                status = r;
+        }
+        if (!o.dry_run)
+                gh_hooklog_write(&log, cfg.log.file);
+        gh_hooklog_free(&log);
+        gh_config_free(&cfg);
+        gh_log_close();
+        return status;
 }
