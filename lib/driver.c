@@ -319,7 +319,8 @@ static int find_libraries(struct ctx *c, gh_error_t *err)
                         continue;
                 if (e->flags == GH_LDCACHE_FLAGS_X86_64)
                         r = consider_library(c, e, idx, false, err);
-                else if (e->flags == GH_LDCACHE_FLAGS_I386 && (c->caps & GH_CAP_COMPAT32))
+                else if ((e->flags == GH_LDCACHE_FLAGS_I386 || e->flags == GH_LDCACHE_FLAG_ELF) &&
+                         (c->caps & GH_CAP_COMPAT32))
                         r = consider_library(c, e, idx, true, err);
         }
         gh_ldcache_close(cache);

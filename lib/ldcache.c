@@ -330,8 +330,8 @@ static int popcount64(uint64_t v)
 
 /* ldconfig's order (elf/cache.c compare()): names descending by libcmp, then flags descending,
  * glibc-hwcaps entries before plain ones (ld.so stops at the first plain one), hwcaps names
- * ascending, then the most specific legacy hwcap first.  The path breaks the remaining ties so
- * the output does not depend on qsort. */
+ * ascending, then the most specific legacy hwcap first.  Remaining ties keep the input order (ldconfig
+ * keeps the order it found them in, and ld.so takes the first), so a cache rewrites unchanged. */
 static int entry_order(const void *pa, const void *pb)
 {
         const struct gh_ldcache_entry *a = *(const struct gh_ldcache_entry *const *) pa;
@@ -352,7 +352,7 @@ static int entry_order(const void *pa, const void *pb)
                 if (a->hwcap != b->hwcap)
                         return a->hwcap > b->hwcap ? -1 : 1;
         }
-        return strcmp(a->value, b->value);
+        return a < b ? -1 : a > b;
 }
 
 static int cmp_str(const void *a, const void *b)

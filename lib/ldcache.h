@@ -19,10 +19,11 @@
 #include "error.h"
 
 /* Entry flags (glibc's FLAG_*): the type in the low byte, the architecture in the next. */
+#define GH_LDCACHE_FLAG_ELF 0x0001       /* ELF, libc unknown: ldconfig's mark for a library without libc */
 #define GH_LDCACHE_FLAG_ELF_LIBC6 0x0003
 #define GH_LDCACHE_FLAG_X8664_LIB64 0x0300
 #define GH_LDCACHE_FLAGS_X86_64 (GH_LDCACHE_FLAG_ELF_LIBC6 | GH_LDCACHE_FLAG_X8664_LIB64)
-#define GH_LDCACHE_FLAGS_I386 GH_LDCACHE_FLAG_ELF_LIBC6
+#define GH_LDCACHE_FLAGS_I386 GH_LDCACHE_FLAG_ELF_LIBC6 /* i386 ld.so also takes GH_LDCACHE_FLAG_ELF */
 
 /* Refuse larger files: real caches are well under a megabyte. */
 #define GH_LDCACHE_MAX_SIZE (64u << 20)
