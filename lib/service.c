@@ -156,12 +156,14 @@ static bool wait_briefly(pid_t pid, int ms, int *status)
 
 static void stop_child(pid_t pid, bool failed, gh_error_t *err)
 {
+        bool timed_out = failed && *err != NULL && (*err)->code == ETIMEDOUT;
         int status = 0;
 
-        /* After a failure, a child that already died says why (a crash); otherwise kill it. */
-        if (wait_briefly(pid, failed ? 300 : 1000, &status)) {
+        /* After a lost connection, a child that already died says why (a crash); a hung one is
+         * killed at once so the whole wait stays bounded by the RPC timeout. */
+        if (!timed_out && wait_briefly(pid, failed ? 300 : 1000, &status)) {
                 if (failed && WIFSIGNALED(status))
-                        gh_err_wrap(err, "the NVML service crashed (%s)", strsignal(WTERMSIG(status)));
+                        gh_err(err, 0, "libnvidia-ml crashed the NVML service (%s)", strsignal(WTERMSIG(status)));
                 return;
         }
         kill(pid, SIGKILL);
