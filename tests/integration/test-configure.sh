@@ -1,0 +1,200 @@
+#!/bin/bash
+# gpu-cli configure end to end with the fake driver: containers under runc and crun configured from
+# createRuntime and prestart hooks, and by hand into a running container.  Each case checks what a
+# user would notice inside the container (nvidia-smi, the loader cache, CUDA, device access) and that
+# the host's mount table is unchanged afterwards.
+. "${GH_SOURCE_DIR:?}/tests/lib.sh"
+t_need_root
+t_need_cmd runc
+gh_cli_has configure || t_skip_all "gpu-cli configure has not landed"
+MKROOT=$GH_SOURCE_DIR/tests/fake-driver/make-root.sh
+[ -f "$MKROOT" ] || t_skip_all "the fake driver has not landed"
+
+DRV=$T/drv
+DRVL=$T/drv-local
+bash "$MKROOT" "$DRV" >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_skip_all "make-root.sh failed"; }
+bash "$MKROOT" "$DRVL" --layout local >"$T/mkroot-l.log" 2>&1 || { t_diag_file "$T/mkroot-l.log"; t_skip_all "make-root.sh --layout local failed"; }
+CUDA_PROBE=$(find "$GH_BUILD_DIR/tests/fake-driver" -name cuda-probe -type f -perm -u+x | head -n1)
+
+# The fake root's GPUs as the driver describes them (not as our tool reports them), in bus-id order.
+gpu_uuids() {
+        local d
+        for d in $(ls "$1/proc/driver/nvidia/gpus" | sort); do
+                sed -n 's/^GPU UUID:[[:space:]]*//p' "$1/proc/driver/nvidia/gpus/$d/information"
+        done
+}
+UUIDS=($(gpu_uuids "$DRV"))
+BUSIDS=($(ls "$DRV/proc/driver/nvidia/gpus" | sort))
+[ "${#UUIDS[@]}" -ge 2 ] || t_skip_all "the fake driver root has fewer than 2 GPUs"
+
+# What the container runs: one line per fact, parsed by the checks below.
+PROBE='
+echo "smi:$(nvidia-smi -L 2>&1 | tr "\n" "|")"
+echo "cache:$(check-ldconfig -p 2>&1 | grep -Eo "lib(cuda|nvidia-ml)\.so\.1 " | sort -u | tr -d " " | tr "\n" ",")"
+echo "cuda:$(cuda-probe 2>&1 | head -n1)"
+echo "params:$(grep ModifyDeviceFiles /proc/driver/nvidia/params 2>&1)"
+echo "gpus:$(ls /proc/driver/nvidia/gpus 2>&1 | tr "\n" ",")"
+echo "dev:$(ls /dev | grep -E "^nvidia" | sort | tr "\n" ",")"
+[ -e /dev/nvidia0 ] && echo "open0:$(head -c1 /dev/nvidia0 2>&1 >/dev/null)"
+mknod /tmp/other c 195 7 2>/dev/null && echo "open7:$(head -c1 /tmp/other 2>&1 >/dev/null)"
+echo "end"
+'
+
+# new_container NAME: a fresh rootfs and bundle running $PROBE, with CAP_MKNOD so the container can
+# try to reach GPUs it was not given.
+new_container() {
+        local name=$1
+        ROOTFS=$T/$name/rootfs
+        BUNDLE=$T/$name/bundle
+        make_busybox_rootfs "$ROOTFS" --glibc || return 1
+        [ -n "$CUDA_PROBE" ] && install -m 755 "$CUDA_PROBE" "$ROOTFS/usr/local/bin/cuda-probe"
+        make_bundle "$BUNDLE" "$ROOTFS" /bin/sh -c "$PROBE"
+        bundle_add_caps "$BUNDLE" CAP_MKNOD
+}
+
+# hook_script FILE DRIVER_ROOT CONFIGURE-ARGS...: a hook that reads the pid from the state on stdin
+# and runs gpu-cli configure (optionally under $HOOK_WRAPPER).
+hook_script() {
+        local file=$1 drv=$2 a args=""
+        shift 2
+        for a in "$@"; do args="$args '$a'"; done
+        cat >"$file" <<EOF
+#!/bin/sh
+pid=\$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')
+exec ${HOOK_WRAPPER:-} $GPU_CLI --root=$drv --debug=$T/cli.log configure --pid=\$pid $args $ROOTFS
+EOF
+        chmod 755 "$file"
+}
+
+field() { printf '%s\n' "$RUN_STDOUT" | sed -n "s/^$1://p"; }
+
+# check_basic DESC WANT_GPUS: the standard assertions for a compute+utility container.
+check_basic() {
+        local desc=$1 want=$2
+        t_is "$RUN_RC" 0 "$desc: container ran" || { t_diag "$RUN_STDERR"; t_diag_file "$T/cli.log"; }
+        t_is "$(field smi | tr '|' '\n' | grep -c '^GPU ')" "$want" "$desc: nvidia-smi -L lists $want GPU(s)"
+        t_match "$(field cache)" 'libcuda\.so\.1,.*libnvidia-ml\.so\.1' "$desc: the container's ld cache lists libcuda and libnvidia-ml"
+        t_match "$(field cuda)" "^CUDA OK: $want device" "$desc: CUDA initialises with $want device(s)"
+        t_is "$(field params)" "ModifyDeviceFiles: 0" "$desc: /proc/driver/nvidia/params says ModifyDeviceFiles: 0"
+        t_match "$(field open0)" 'No such device or address' "$desc: /dev/nvidia0 is allowed by the cgroup (ENXIO: no real driver)"
+        t_match "$(field open7)" 'Operation not permitted' "$desc: a GPU node made with mknod is denied by the cgroup"
+        t_not "$desc: the image's /sbin/ldconfig never ran" ldconfig_ran "$ROOTFS"
+}
+
+host_mountinfo_snapshot "$T/mounts.before"
+
+# 1. createRuntime hook, runc, one GPU by index
+new_container c1
+hook_script "$T/hook1" "$DRV" --device=0 --compute --utility
+bundle_add_hook "$BUNDLE" createRuntime "$T/hook1"
+run_runc "$BUNDLE" c1
+check_basic "runc createRuntime --device=0" 1
+t_is "$(field dev)" "nvidia-uvm,nvidia-uvm-tools,nvidia0,nvidiactl," "only the selected GPU's node and the control nodes are in /dev"
+t_is "$(field gpus)" "${BUSIDS[0]}," "/proc/driver/nvidia/gpus shows only the selected GPU"
+t_match "$(field smi)" "${UUIDS[0]}" "nvidia-smi shows the selected GPU's UUID"
+mountinfo_unchanged "host mount table unchanged after the run" "$T/mounts.before"
+
+# 2. prestart hook, all GPUs
+new_container c2
+hook_script "$T/hook2" "$DRV" --device=all --compute --utility
+bundle_add_hook "$BUNDLE" prestart "$T/hook2"
+run_runc "$BUNDLE" c2
+check_basic "runc prestart --device=all" "${#UUIDS[@]}"
+
+# 3. crun, GPU by UUID
+if have_cmd crun; then
+        new_container c3
+        hook_script "$T/hook3" "$DRV" "--device=${UUIDS[1]}" --compute --utility
+        bundle_add_hook "$BUNDLE" createRuntime "$T/hook3"
+        run_crun "$BUNDLE" c3
+        t_is "$RUN_RC" 0 "crun createRuntime --device=UUID: container ran" || t_diag "$RUN_STDERR"
+        t_match "$(field smi)" "${UUIDS[1]}" "crun: nvidia-smi shows the GPU chosen by UUID"
+        t_is "$(field smi | tr '|' '\n' | grep -c '^GPU ')" 1 "crun: exactly one GPU"
+fi
+
+# 4. the local layout (the GPU machine's): the ELF nvidia-smi is injected, not the wrapper script
+new_container c4
+hook_script "$T/hook4" "$DRVL" "--device=${BUSIDS[1]}" --compute --utility
+bundle_add_hook "$BUNDLE" createRuntime "$T/hook4"
+run_runc "$BUNDLE" c4
+t_is "$RUN_RC" 0 "local layout, --device=bus id: container ran" || t_diag "$RUN_STDERR"
+t_match "$(field smi)" "^GPU 0: .*${UUIDS[1]}" "local layout: nvidia-smi runs and sees the GPU chosen by bus id"
+t_match "$(field cache)" 'libcuda\.so\.1' "local layout: ld cache lists libcuda"
+
+# 5. utility only: nvidia-smi works, CUDA fails cleanly
+new_container c5
+hook_script "$T/hook5" "$DRV" --device=0 --utility
+bundle_add_hook "$BUNDLE" createRuntime "$T/hook5"
+run_runc "$BUNDLE" c5
+t_match "$(field smi)" "^GPU 0:" "utility only: nvidia-smi works"
+t_nomatch "$(field cuda)" '^CUDA OK' "utility only: CUDA does not initialise"
+t_nomatch "$(field dev)" 'nvidia-uvm' "utility only: no /dev/nvidia-uvm"
+
+# 6. compute only: CUDA works, no nvidia-smi
+new_container c6
+hook_script "$T/hook6" "$DRV" --device=0 --compute
+bundle_add_hook "$BUNDLE" createRuntime "$T/hook6"
+run_runc "$BUNDLE" c6
+t_match "$(field cuda)" '^CUDA OK: 1 device' "compute only: CUDA works"
+t_nomatch "$(field smi)" '^GPU 0:' "compute only: no nvidia-smi"
+
+# 7. no device: driver files but no GPU node
+new_container c7
+hook_script "$T/hook7" "$DRV" --compute --utility
+bundle_add_hook "$BUNDLE" createRuntime "$T/hook7"
+run_runc "$BUNDLE" c7
+t_is "$RUN_RC" 0 "no --device: container ran" || t_diag "$RUN_STDERR"
+t_nomatch "$(field dev)" 'nvidia[0-9]' "no --device: no /dev/nvidiaN"
+t_match "$(field open7)" 'Operation not permitted' "no --device: a GPU node made with mknod is denied"
+
+# 8. a requirement that the driver does not meet aborts the start with advice
+new_container c8
+hook_script "$T/hook8" "$DRV" --device=0 --compute "--require=cuda>=99.0"
+bundle_add_hook "$BUNDLE" createRuntime "$T/hook8"
+run_runc "$BUNDLE" c8
+t_not "unmet cuda requirement: the container does not start" test "$RUN_RC" -eq 0
+t_match "$RUN_STDERR" 'cuda>=99.0.*update' "unmet cuda requirement: the error names it and says to update the driver"
+
+# 9. --no-devbind (mknod) under the legacy mount API (seccomp: openat2 and the new mount API fail)
+NO_NEW_API=$GH_BUILD_DIR/tests/helpers/no-new-mount-api
+if [ -x "$NO_NEW_API" ]; then
+        new_container c9
+        HOOK_WRAPPER=$NO_NEW_API hook_script "$T/hook9" "$DRV" --device=0 --compute --utility --no-devbind
+        bundle_add_hook "$BUNDLE" createRuntime "$T/hook9"
+        run_runc "$BUNDLE" c9
+        check_basic "legacy mount API + --no-devbind" 1
+fi
+
+# 10. by hand into a running (pivoted) container
+new_container c10
+bundle_edit "$BUNDLE" 'c["process"]["args"] = ["/bin/sleep", "60"]'
+RID=gh-c10-$$
+timeout 20 runc --root "$T_RUNC_ROOT" run -d -b "$BUNDLE" "$RID" </dev/null >/dev/null 2>"$T/c10.err"
+PID=$(runc --root "$T_RUNC_ROOT" state "$RID" 2>/dev/null | sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')
+if [ -n "$PID" ]; then
+        t_ok "configure by hand into a running container" "$GPU_CLI" --root="$DRV" configure --pid="$PID" --device=1 --compute --utility "$ROOTFS"
+        OUT=$(timeout 20 runc --root "$T_RUNC_ROOT" exec "$RID" nvidia-smi -L 2>&1)
+        t_match "$OUT" "${UUIDS[1]}" "running container: nvidia-smi sees the injected GPU"
+        OUT=$(timeout 20 runc --root "$T_RUNC_ROOT" exec "$RID" cuda-probe 2>&1)
+        t_match "$OUT" '^CUDA OK: 1 device' "running container: CUDA works after injection"
+else
+        t_fail "start a detached container for manual configure"
+        t_diag_file "$T/c10.err"
+fi
+runc --root "$T_RUNC_ROOT" delete -f "$RID" >/dev/null 2>&1
+
+# 11. failures leave the host as it was
+new_container c11
+hook_script "$T/hook11" "$DRV" --device=9 --compute --utility
+bundle_add_hook "$BUNDLE" createRuntime "$T/hook11"
+run_runc "$BUNDLE" c11
+t_match "$RUN_STDERR" "unknown device '9'" "an unknown device aborts the start and names the item"
+new_container c12
+rm -rf "$ROOTFS/usr/lib/x86_64-linux-gnu" && echo not-a-dir >"$ROOTFS/usr/lib/x86_64-linux-gnu"
+hook_script "$T/hook12" "$DRV" --device=0 --compute --utility
+bundle_add_hook "$BUNDLE" createRuntime "$T/hook12"
+run_runc "$BUNDLE" c12
+t_not "a failure part-way (library dir is a file) aborts the start" test "$RUN_RC" -eq 0
+t_match "$RUN_STDERR" 'x86_64-linux-gnu' "the error names the path that failed"
+mountinfo_unchanged "host mount table unchanged after all runs and failures" "$T/mounts.before"
+t_done
