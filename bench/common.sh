@@ -1,0 +1,142 @@
+# shellcheck shell=bash
+# Timing helpers shared by bench/bench.sh (CPU machine, fake driver) and tests/gpu/bench.sh (GPU
+# machine).  Source after tests/lib.sh.  Times are wall-clock from bash's $EPOCHREALTIME, so no
+# process is forked just to read the clock; every measurement has warm-up runs that are not counted.
+export LC_ALL=C
+
+BENCH_RUNS=${GH_BENCH_RUNS:-15}
+BENCH_WARMUP=${GH_BENCH_WARMUP:-2}
+BENCH_SAMPLES=()   # microseconds, filled by bench_cmd / bench_runc / bench_samples_from
+BENCH_ERR=""       # why the last measurement failed
+BENCH_TABLE=()     # markdown rows
+BENCH_BASELINE=""  # median (us) that ratios are taken against
+
+_us() { local t=${1/./}; echo $((10#$t)); }
+
+# bench_cmd CMD...: time CMD; fails (BENCH_ERR) on the first failing run.
+bench_cmd() {
+        local i t0 t1
+        BENCH_SAMPLES=()
+        for ((i = 0; i < BENCH_WARMUP + BENCH_RUNS; i++)); do
+                t0=$EPOCHREALTIME
+                if ! timeout -k 5 "$GH_RUN_TIMEOUT" "$@" </dev/null >/dev/null 2>"$T/.bench.err"; then
+                        BENCH_ERR="$* failed: $(head -c 300 "$T/.bench.err" | tr '\n' ' ')"
+                        return 1
+                fi
+                t1=$EPOCHREALTIME
+                ((i >= BENCH_WARMUP)) && BENCH_SAMPLES+=($(($(_us "$t1") - $(_us "$t0"))))
+        done
+        return 0
+}
+
+# bench_runc BUNDLE: time `runc run` of the bundle (the container is deleted outside the timing).
+bench_runc() {
+        local bundle=$1 i t0 t1 id rc
+        BENCH_SAMPLES=()
+        mkdir -p "$T_RUNC_ROOT"
+        for ((i = 0; i < BENCH_WARMUP + BENCH_RUNS; i++)); do
+                _gh_next_id bench
+                id=$RUN_ID
+                t0=$EPOCHREALTIME
+                timeout -k 5 "$GH_RUN_TIMEOUT" "$RUNC" --root "$T_RUNC_ROOT" run -b "$bundle" "$id" \
+                        </dev/null >/dev/null 2>"$T/.bench.err"
+                rc=$?
+                t1=$EPOCHREALTIME
+                "$RUNC" --root "$T_RUNC_ROOT" delete -f "$id" >/dev/null 2>&1
+                if [ $rc -ne 0 ]; then
+                        # runc wraps a hook's message in its own; keep the hook's words.
+                        BENCH_ERR="runc run exit $rc: $(tr '\n' ' ' <"$T/.bench.err" | sed 's/.*stderr: //' | head -c 200)"
+                        return 1
+                fi
+                ((i >= BENCH_WARMUP)) && BENCH_SAMPLES+=($(($(_us "$t1") - $(_us "$t0"))))
+        done
+        return 0
+}
+
+# bench_samples_from FILE: samples written by a timing hook, one "T0 T1" ($EPOCHREALTIME) per line;
+# the warm-up lines are dropped.
+bench_samples_from() {
+        local t0 t1 n=0
+        BENCH_SAMPLES=()
+        [ -s "$1" ] || { BENCH_ERR="no samples in $1"; return 1; }
+        while read -r t0 t1; do
+                n=$((n + 1))
+                ((n > BENCH_WARMUP)) && BENCH_SAMPLES+=($(($(_us "$t1") - $(_us "$t0"))))
+        done <"$1"
+        return 0
+}
+
+# "median min max" of BENCH_SAMPLES, in microseconds.
+bench_stats() {
+        printf '%s\n' "${BENCH_SAMPLES[@]}" | sort -n | awk '
+                { v[NR] = $1 }
+                END { m = (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2); print m, v[1], v[NR] }'
+}
+
+_ms() { awk -v u="$1" 'BEGIN { printf "%.1f", u / 1000 }'; }
+
+# bench_row NAME [baseline]: a table row from BENCH_SAMPLES; "baseline" makes its median the reference.
+bench_row() {
+        local name=$1 med min max ratio="-"
+        read -r med min max <<<"$(bench_stats)"
+        [ "${2:-}" = baseline ] && BENCH_BASELINE=$med
+        if [ -n "$BENCH_BASELINE" ] && [ "$BENCH_BASELINE" -gt 0 ]; then
+                ratio=$(awk -v a="$med" -v b="$BENCH_BASELINE" 'BEGIN { printf "%.2fx", a / b }')
+        fi
+        BENCH_TABLE+=("| $name | $(_ms "$med") | $(_ms "$min") | $(_ms "$max") | $ratio |")
+        BENCH_LAST_MEDIAN=$med
+}
+
+# bench_note NAME TEXT: a row that could not be measured ("not landed", "failed: ...").
+bench_note() { BENCH_TABLE+=("| $1 | $2 | | | |"); }
+
+# bench_measure NAME KIND ARGS...: KIND is cmd or runc; records a row or a failure note.
+bench_measure() {
+        local name=$1 kind=$2
+        shift 2
+        if "bench_$kind" "$@"; then
+                bench_row "$name"
+        else
+                bench_note "$name" "failed: ${BENCH_ERR//|/\\|}"
+        fi
+}
+
+bench_print() {
+        echo "| measurement (${BENCH_RUNS} runs after ${BENCH_WARMUP} warm-up) | median ms | min ms | max ms | vs baseline |"
+        echo "|---|---:|---:|---:|---:|"
+        printf '%s\n' "${BENCH_TABLE[@]}"
+}
+
+# A createRuntime hook that times `gpu-cli configure` alone, in its real place (the container's init
+# is waiting, its namespaces exist).  Args: OUTFILE GPU_CLI ROOTFS [CONFIGURE-OPTIONS...]; the
+# global options for gpu-cli come from $BENCH_CLI_GLOBAL (space separated) at creation time.
+bench_write_configure_hook() {
+        cat >"$1" <<EOF
+#!/bin/bash
+out=\$1 cli=\$2 rootfs=\$3
+shift 3
+state=\$(cat)
+[[ \$state =~ \"pid\":[[:space:]]*([0-9]+) ]] || { echo "timing hook: no pid in the state" >&2; exit 1; }
+t0=\$EPOCHREALTIME
+"\$cli" ${BENCH_CLI_GLOBAL:-} configure --pid=\${BASH_REMATCH[1]} "\$@" "\$rootfs" || exit
+t1=\$EPOCHREALTIME
+echo "\$t0 \$t1" >>"\$out"
+EOF
+        chmod 755 "$1"
+}
+
+# bench_rss CMD...: peak RSS in KiB of the largest process CMD (or a child it waited for) had.
+bench_rss() {
+        local time_bin
+        time_bin=${GH_TIME:-$(command -v /usr/bin/time 2>/dev/null)}
+        if [ -n "$time_bin" ] && [ -x "$time_bin" ]; then
+                "$time_bin" -f %M -o "$T/.rss" "$@" </dev/null >/dev/null 2>&1 || return 1
+        else
+                "$GH_PYTHON" -c 'import resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+open(sys.argv[1], "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(rc)' "$T/.rss" "$@" || return 1
+        fi
+        tail -n 1 "$T/.rss"
+}
