@@ -38,6 +38,7 @@ GH_HOOK_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 T_COUNT=0
 T_FAILED=0
+T_SKIPPED=0
 
 t_diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
 
@@ -56,7 +57,10 @@ t_fail() {
 }
 
 # t_skip DESC REASON: a test point that could not run here (never counted as passed).
-t_skip() { T_COUNT=$((T_COUNT + 1)); echo "ok $T_COUNT - $1 # SKIP $2"; }
+t_skip() {
+        T_COUNT=$((T_COUNT + 1)) T_SKIPPED=$((T_SKIPPED + 1))
+        echo "ok $T_COUNT - $1 # SKIP $2"
+}
 
 # t_ok DESC CMD ARGS...: passes when CMD exits 0; on failure shows its output.
 t_ok() {
@@ -107,7 +111,7 @@ t_is() {
 
 # t_match GOT ERE DESC: GOT (possibly several lines) has a line matching the extended regex.
 t_match() {
-        if printf '%s\n' "$1" | grep -Eq -- "$2"; then
+        if grep -Eq -- "$2" <<<"$1"; then
                 t_pass "$3"
         else
                 t_fail "$3"
@@ -119,7 +123,7 @@ t_match() {
 
 # t_nomatch GOT ERE DESC: no line of GOT matches.
 t_nomatch() {
-        if ! printf '%s\n' "$1" | grep -Eq -- "$2"; then
+        if ! grep -Eq -- "$2" <<<"$1"; then
                 t_pass "$3"
         else
                 t_fail "$3"
