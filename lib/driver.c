@@ -385,7 +385,12 @@ static int find_binaries(struct ctx *c, gh_error_t *err)
         return 0;
 }
 
-/* gsp*.bin in one directory; returns how many were found. */
+static int by_path(const void *a, const void *b)
+{
+        return strcmp(((const struct gh_driver_file *) a)->path, ((const struct gh_driver_file *) b)->path);
+}
+
+/* gsp*.bin in one directory, sorted by name; returns how many were found. */
 static int firmware_in(struct ctx *c, const char *dir, gh_error_t *err)
 {
         _cleanup_closedir_ DIR *d = NULL;
@@ -421,6 +426,8 @@ static int firmware_in(struct ctx *c, const char *dir, gh_error_t *err)
                         return -1;
                 found++;
         }
+        if (found > 1)
+                qsort(c->d->firmware.v + c->d->firmware.n - found, (size_t) found, sizeof(*c->d->firmware.v), by_path);
         return found;
 }
 
