@@ -46,7 +46,11 @@ echo "# gpu-hook container-start overhead, CPU machine, fake driver ($(date -u +
 echo
 
 make_bundle "$T/plain" "$T/rootfs" /bin/true
-bench_measure "runc run /bin/true, no hook (baseline)" runc "$T/plain" && BENCH_BASELINE=$BENCH_LAST_MEDIAN
+if bench_runc "$T/plain"; then
+        bench_row "runc run /bin/true, no hook (baseline)" baseline
+else
+        bench_note "runc run /bin/true, no hook (baseline)" "failed: $BENCH_ERR"
+fi
 
 # hook_bundle NAME ROOT ENV...: a /bin/true bundle with gpu-hook (config: cli.root=ROOT).
 hook_bundle() {

@@ -133,9 +133,12 @@ t_nomatch() {
         fi
 }
 
+# Exit 77 is the skip status of plain test programs, but meson (1.0) reports a TAP test that exits
+# non-zero as ERROR even after "1..0 # SKIP": under meson (GH_BUILD_DIR set) the plan line alone says
+# "skipped" and the exit status is 0.  GH_SKIP_EXIT overrides either.
 t_skip_all() {
         echo "1..0 # SKIP $*"
-        exit 77
+        exit "${GH_SKIP_EXIT:-$([ -n "$GH_BUILD_DIR" ] && echo 0 || echo 77)}"
 }
 
 t_done() {

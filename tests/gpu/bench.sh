@@ -1,0 +1,154 @@
+#!/bin/bash
+# GPU-machine benchmark, markdown.  Runs THERE as root from the repo root with .gpukit carried (see
+# prepare.sh), after run.sh:  bash tests/gpu/run.sh; bash tests/gpu/bench.sh
+#
+# Medians and min/max of GH_BENCH_RUNS (default 15) runs after warm-up: `runc run /bin/true` without a
+# hook (the baseline of the ratios), with gpu-hook on a non-GPU container and on a GPU container
+# (compute,utility, all GPUs); `gpu-cli configure` alone (timed inside a createRuntime hook);
+# `gpu-cli info --fast` and `--nvml`; `nvidia-smi -L`; peak RSS of gpu-hook and gpu-cli.  A row whose
+# feature has not landed says "not landed".  --local measures on a machine without a GPU (the GPU
+# rows then say so).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$here/../.." && pwd)
+KIT=${GH_KIT:-$REPO/.gpukit}
+LOCAL=0
+[ "${1:-}" = --local ] && LOCAL=1
+
+if [ -z "${GH_BUILD_DIR:-}" ] && [ -x "$KIT/bin/gpu-cli" ]; then
+        export GPU_CLI=$KIT/bin/gpu-cli GPU_HOOK=$KIT/bin/gpu-hook RUNC=$KIT/bin/runc BUSYBOX=$KIT/bin/busybox
+        [ -x "$KIT/bin/time" ] && export GH_TIME=$KIT/bin/time
+        [ "$(id -u)" -eq 0 ] && mkdir -p /run/gpukit/lib && cp -f "$KIT"/lib/*.so* /run/gpukit/lib/
+elif [ -z "${GH_BUILD_DIR:-}" ]; then
+        echo "bench: no kit at $KIT and no GH_BUILD_DIR: run tests/gpu/prepare.sh on the CPU machine first" >&2
+        exit 1
+fi
+for f in "$REPO/tests/lib.sh" "$KIT/tests/lib.sh"; do [ -f "$f" ] && { . "$f"; break; }; done
+for f in "$REPO/bench/common.sh" "$KIT/bench/common.sh"; do [ -f "$f" ] && { . "$f"; break; }; done
+[ "$(id -u)" -eq 0 ] || { echo "bench: needs root (runc)" >&2; exit 1; }
+
+HAVE_GPU=0
+[ -e /dev/nvidiactl ] && timeout 60 nvidia-smi -L >/dev/null 2>&1 && HAVE_GPU=1
+if [ $HAVE_GPU = 0 ] && [ $LOCAL = 0 ]; then
+        echo "bench: no NVIDIA GPU here (nvidia-smi -L fails); use --local to measure the rest" >&2
+        exit 1
+fi
+NOGPU="no GPU here (--local)"
+hook_ok=0 conf_ok=0 info_ok=0
+gh_hook_landed && hook_ok=1
+gh_cli_has configure && conf_ok=1
+gh_cli_has info && info_ok=1
+
+make_busybox_rootfs "$T/rootfs" || exit 1
+printf '{"cli": {"root": "/", "path": "%s", "ldcache": "/etc/ld.so.cache"}, "log": {"file": "%s"}}\n' \
+        "$GPU_CLI" "$T/gpu-hook.log" >"$T/gpu-hook.json"
+
+echo "# gpu-hook on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1 ||
+        echo 'no GPU'), $(date -u +%Y-%m-%d), $(nproc) cores, $("$RUNC" --version | head -n 1)"
+echo
+
+make_bundle "$T/plain" "$T/rootfs" /bin/true
+if bench_runc "$T/plain"; then
+        bench_row "runc run /bin/true, no hook (baseline)" baseline
+else
+        bench_note "runc run /bin/true, no hook (baseline)" "failed: $BENCH_ERR"
+fi
+
+# hook_bundle NAME ENV...: a /bin/true bundle with gpu-hook as its createRuntime hook.
+hook_bundle() {
+        local b=$T/$1
+        shift
+        make_bundle "$b" "$T/rootfs" /bin/true
+        bundle_add_hook "$b" createRuntime "$GPU_HOOK" "--config=$T/gpu-hook.json" createRuntime
+        [ $# -gt 0 ] && bundle_set_env "$b" "$@"
+        return 0
+}
+GPU_ENV=(NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility)
+
+if [ $hook_ok = 0 ]; then
+        bench_note "runc + gpu-hook, non-GPU container" "not landed"
+        bench_note "runc + gpu-hook, GPU container (all, compute,utility)" "not landed"
+else
+        hook_bundle nongpu
+        bench_measure "runc + gpu-hook, non-GPU container" runc "$T/nongpu"
+        if [ $HAVE_GPU = 1 ]; then
+                hook_bundle gpu "${GPU_ENV[@]}"
+                bench_measure "runc + gpu-hook, GPU container (all, compute,utility)" runc "$T/gpu"
+        else
+                bench_note "runc + gpu-hook, GPU container (all, compute,utility)" "$NOGPU"
+        fi
+fi
+
+what="gpu-cli configure alone (--device=all --compute --utility)"
+if [ $conf_ok = 0 ]; then
+        bench_note "$what" "not landed"
+elif [ $HAVE_GPU = 0 ]; then
+        bench_note "$what" "$NOGPU"
+else
+        bench_write_configure_hook "$T/time-configure"
+        make_bundle "$T/conf" "$T/rootfs" /bin/true
+        bundle_add_hook "$T/conf" createRuntime "$T/time-configure" "$T/conf.samples" "$GPU_CLI" "$T/rootfs" \
+                --device=all --compute --utility
+        if bench_runc "$T/conf" && bench_samples_from "$T/conf.samples"; then
+                bench_row "$what"
+        else
+                bench_note "$what" "failed: $BENCH_ERR"
+        fi
+fi
+
+for mode in fast nvml; do
+        if [ $info_ok = 0 ]; then
+                bench_note "gpu-cli info --$mode" "not landed"
+        elif [ $HAVE_GPU = 0 ]; then
+                bench_note "gpu-cli info --$mode" "$NOGPU"
+        else
+                bench_measure "gpu-cli info --$mode" cmd "$GPU_CLI" info --$mode
+        fi
+done
+if [ $HAVE_GPU = 1 ]; then
+        bench_measure "nvidia-smi -L" cmd nvidia-smi -L
+else
+        bench_note "nvidia-smi -L" "$NOGPU"
+fi
+
+echo "## start-up time"
+echo
+bench_print
+echo
+
+# Peak RSS: gpu-hook measured in its real place (the hook's path is GNU time wrapping it).
+echo "## peak RSS (largest single process)"
+echo
+echo "| process | peak RSS |"
+echo "|---|---:|"
+rss_row() { echo "| $1 | $2 |"; }
+kib() { awk -v k="$1" 'BEGIN { printf "%.1f MiB", k / 1024 }'; }
+time_bin=${GH_TIME:-$(command -v /usr/bin/time 2>/dev/null)}
+if [ $hook_ok = 0 ]; then
+        rss_row "gpu-hook, GPU container" "not landed"
+elif [ $HAVE_GPU = 0 ]; then
+        rss_row "gpu-hook, GPU container" "$NOGPU"
+elif [ -z "$time_bin" ]; then
+        rss_row "gpu-hook, GPU container" "no GNU time here"
+else
+        make_bundle "$T/rss" "$T/rootfs" /bin/true
+        bundle_add_hook "$T/rss" createRuntime "$time_bin" -f %M -o "$T/hook.rss" \
+                "$GPU_HOOK" "--config=$T/gpu-hook.json" createRuntime
+        bundle_set_env "$T/rss" "${GPU_ENV[@]}"
+        if run_runc "$T/rss" rss && [ -s "$T/hook.rss" ]; then
+                rss_row "gpu-hook (and the gpu-cli it runs), GPU container" "$(kib "$(tail -n 1 "$T/hook.rss")")"
+        else
+                rss_row "gpu-hook, GPU container" "failed: $(printf '%s' "$RUN_STDERR" | tail -n 1 | head -c 200)"
+        fi
+fi
+for mode in fast nvml; do
+        if [ $info_ok = 0 ]; then
+                rss_row "gpu-cli info --$mode" "not landed"
+        elif [ $HAVE_GPU = 0 ]; then
+                rss_row "gpu-cli info --$mode" "$NOGPU"
+        elif k=$(bench_rss "$GPU_CLI" info --$mode); then
+                rss_row "gpu-cli info --$mode" "$(kib "$k")"
+        else
+                rss_row "gpu-cli info --$mode" "failed"
+        fi
+done

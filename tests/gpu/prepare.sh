@@ -1,0 +1,117 @@
+#!/bin/bash
+# Runs HERE (the CPU machine): builds the GPU-machine kit into .gpukit/ at the repo root.
+#
+#   bash tests/gpu/prepare.sh          then, through the device tool, with carry [".gpukit"]:
+#   bash tests/gpu/run.sh; bash tests/gpu/bench.sh
+#
+# The GPU machine (Ubuntu 24.04) has no -dev packages, no runc and no network, so the kit carries:
+#   bin/gpu-cli, bin/gpu-hook   release build of this tree
+#   bin/runc                    Debian's runc 1.1.5
+#   bin/busybox, bin/time       static busybox for the rootfs; GNU time for peak RSS
+#   lib/                        every non-glibc shared library those need (ldd), e.g. libelf, libz,
+#                               libzstd, libtirpc, libgssapi_krb5 and its krb5 libs, libcap, libjansson,
+#                               libseccomp
+#   tests/, bench/              the scripts, in case the tree there is older
+#
+# How the binaries find lib/: an RPATH, not a wrapper script.  runc executes the hook's path from
+# config.json directly, so a wrapper would add a shell start to every measured container start, and
+# it would need LD_LIBRARY_PATH, which then leaks into everything the hook executes (gpu-hook must run
+# its children with a fixed environment, SECURITY.md rule 4).  It is DT_RPATH (--force-rpath), not
+# DT_RUNPATH: RPATH also applies to indirect dependencies (libtirpc -> libgssapi_krb5 -> libkrb5...)
+# and wins over LD_LIBRARY_PATH.  gpu-cli and gpu-hook use $ORIGIN/../lib.  runc cannot: `runc init`
+# re-executes itself from a memfd copy (the CVE-2019-5736 fix), where $ORIGIN means nothing, so runc
+# gets the fixed path /run/gpukit/lib, which run.sh fills with the kit's lib/ (a tmpfs, gone at
+# reboot; nothing else on that machine is touched).  Debian 12's glibc is 2.36 and Ubuntu 24.04's is
+# 2.39, so binaries built here run there; glibc itself is never carried.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$here/../.." && pwd)
+KIT=${GH_KIT:-$REPO/.gpukit}
+BUILD=${GH_KIT_BUILD:-$REPO/build-gpukit}
+RUNC_LIBDIR=/run/gpukit/lib
+MAX_MIB=60
+
+die() { echo "prepare: $*" >&2; exit 1; }
+for c in meson ninja patchelf ldd; do
+        command -v $c >/dev/null || die "$c is missing; run: . contrib/deps.sh && gh_install_deps"
+done
+RUNC_SRC=$(command -v runc || true)
+[ -x "$RUNC_SRC" ] || die "runc is not installed; apt-get install runc"
+BUSYBOX_SRC=$(command -v busybox || true)
+[ -x "$BUSYBOX_SRC" ] || die "busybox is not installed; apt-get install busybox-static"
+ldd "$BUSYBOX_SRC" >/dev/null 2>&1 && die "$BUSYBOX_SRC is dynamically linked; apt-get install busybox-static"
+
+cd "$REPO"
+if [ ! -f "$BUILD/build.ninja" ]; then
+        meson setup "$BUILD" --buildtype=release >"$REPO/.gpukit-setup.log" 2>&1 ||
+                { tail -n 20 "$REPO/.gpukit-setup.log"; die "meson setup failed (log: .gpukit-setup.log)"; }
+        rm -f "$REPO/.gpukit-setup.log"
+fi
+ninja -C "$BUILD" cli/gpu-cli hook/gpu-hook >/dev/null || die "build failed; run ninja -C $BUILD"
+
+rm -rf "$KIT"
+mkdir -p "$KIT/bin" "$KIT/lib" "$KIT/tests/gpu" "$KIT/bench"
+cp "$BUILD/cli/gpu-cli" "$BUILD/hook/gpu-hook" "$KIT/bin/"
+cp "$RUNC_SRC" "$KIT/bin/runc"
+cp "$BUSYBOX_SRC" "$KIT/bin/busybox"
+[ -x /usr/bin/time ] && cp /usr/bin/time "$KIT/bin/time"
+
+# glibc's own libraries come from the GPU machine; everything else travels.
+is_glibc() {
+        case $1 in
+        linux-vdso.so.*|ld-linux*|libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|libresolv.so.*|\
+        libutil.so.*|libanl.so.*|libnsl.so.*|libmvec.so.*) return 0 ;;
+        *) return 1 ;;
+        esac
+}
+for bin in "$KIT/bin/gpu-cli" "$KIT/bin/gpu-hook" "$KIT/bin/runc" "$KIT/bin/time"; do
+        [ -e "$bin" ] || continue
+        while read -r name _ path _; do
+                is_glibc "$name" && continue
+                [ -f "$path" ] || die "$(basename "$bin") needs $name, which ldd cannot find"
+                [ -e "$KIT/lib/$name" ] || cp -L "$path" "$KIT/lib/$name"
+        done < <(ldd "$bin" | awk '$2 == "=>" { print $1, $2, $3 }')
+done
+
+patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$KIT/bin/gpu-cli" "$KIT/bin/gpu-hook"
+patchelf --force-rpath --set-rpath "$RUNC_LIBDIR" "$KIT/bin/runc"
+
+# Check here what can be checked: every dependency resolves into the kit, and the binaries start.
+for bin in gpu-cli gpu-hook; do
+        if ldd "$KIT/bin/$bin" | grep -q 'not found'; then
+                ldd "$KIT/bin/$bin" >&2
+                die "$bin has unresolved libraries"
+        fi
+        ldd "$KIT/bin/$bin" | awk '$2 == "=>" { print $1, $3 }' | while read -r name path; do
+                is_glibc "$name" || [ "$(readlink -f "$path")" = "$(readlink -f "$KIT/lib/$name")" ] ||
+                        die "$bin loads $name from $path, not from the kit"
+        done
+        "$KIT/bin/$bin" --version >/dev/null || die "$KIT/bin/$bin does not start"
+done
+
+cp "$REPO/tests/lib.sh" "$KIT/tests/"
+cp "$here"/run.sh "$here"/bench.sh "$here"/vector_add.cu "$KIT/tests/gpu/"
+cp "$REPO/bench/common.sh" "$KIT/bench/"
+
+features=""
+for cmd in info list configure; do
+        out=$("$KIT/bin/gpu-cli" "$cmd" --help 2>&1 || true)
+        [[ $out == *"this build has no command"* ]] || features+=" gpu-cli-$cmd"
+done
+printf '{"ociVersion":"1.0.2","id":"probe","status":"stopped","pid":0,"bundle":"/"}' |
+        "$KIT/bin/gpu-hook" poststop >/dev/null 2>&1 && features+=" gpu-hook"
+{
+        echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME")"
+        echo "commit: $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)$(
+                git -C "$REPO" diff --quiet HEAD 2>/dev/null || echo ' (plus uncommitted changes)')"
+        echo "gpu-cli: $("$KIT/bin/gpu-cli" --version)"
+        echo "landed:${features:- nothing yet}"
+        echo "runc: $("$RUNC_SRC" --version | head -n 1)"
+        echo "runc libraries: $RUNC_LIBDIR (filled by run.sh)"
+} >"$KIT/MANIFEST"
+
+size_kib=$(du -sk "$KIT" | cut -f1)
+cat "$KIT/MANIFEST"
+echo "kit: $KIT, $((size_kib / 1024)) MiB ($size_kib KiB): $(ls "$KIT/bin" | tr '\n' ' ')"
+echo "kit libraries: $(ls "$KIT/lib" | tr '\n' ' ')"
+[ "$size_kib" -lt $((MAX_MIB * 1024)) ] || die "the kit is over $MAX_MIB MiB; the device tool carries 64 MiB at most"
