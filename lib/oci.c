@@ -117,9 +117,12 @@ static int json_precheck(const char *buf, size_t len, const char *what, gh_error
 json_t *gh_json_parse(const char *buf, size_t len, const char *what, gh_error_t *err)
 {
         json_error_t jerr;
+        size_t blank = 0;
         json_t *j;
 
-        if (len == strspn(buf, " \t\r\n")) {
+        while (blank < len && strchr(" \t\r\n", buf[blank]) != NULL && buf[blank] != '\0')
+                blank++;
+        if (blank == len) {
                 gh_err(err, 0, "%s is empty; expected a JSON object", what);
                 return NULL;
         }
