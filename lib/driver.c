@@ -249,6 +249,7 @@ static int consider_library(struct ctx *c, const struct gh_ldcache_entry *e, int
         _cleanup_free_ char *real = NULL;
         _cleanup_error_ gh_error_t why = NULL;
         struct gh_elf_lib lib = { 0 };
+        char *soname;
         bool wanted = (library_table[idx].cap & c->caps) != 0;
         bool is_ml = !compat32 && strcmp(library_table[idx].stem, "libnvidia-ml") == 0;
         struct stat st;
@@ -291,8 +292,9 @@ static int consider_library(struct ctx *c, const struct gh_ldcache_entry *e, int
                 return 0;
         }
         gh_debug("library %s (%s%s)", real, lib.soname, compat32 ? ", compat32" : "");
-        return add_file(&c->d->libs, steal_pointer(&real), steal_pointer(&lib.soname), library_table[idx].cap, compat32,
-                        &st, err);
+        soname = steal_pointer(&lib.soname);
+        gh_elf_lib_free(&lib);
+        return add_file(&c->d->libs, steal_pointer(&real), soname, library_table[idx].cap, compat32, &st, err);
 }
 
 static int find_libraries(struct ctx *c, gh_error_t *err)
