@@ -5,7 +5,7 @@
 
 #include "error.h"
 
-static char *vformat(const char *fmt, va_list ap)
+__attribute__((format(printf, 1, 0))) static char *vformat(const char *fmt, va_list ap)
 {
         char *s = NULL;
         if (vasprintf(&s, fmt, ap) < 0)
