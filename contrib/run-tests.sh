@@ -4,7 +4,8 @@
 #   bash contrib/run-tests.sh
 #
 # Installs what is missing (contrib/deps.sh), builds twice in fresh directories: build-tests (every
-# suite) and build-tests-asan (-Db_sanitize=address,undefined, unit suite), prints a per-suite summary
+# suite), build-tests-asan (-Db_sanitize=address,undefined, unit suite) and build-tests-fuzz (clang,
+# libFuzzer smoke of every fuzz target), prints a per-suite summary
 # and ends with exactly one line "N passed, N failed, N skipped", counted in individual TAP test points
 # over both builds.  Exits non-zero when anything failed.  Needs about 5 minutes on 2 cores.
 set -u
@@ -132,5 +133,10 @@ fi
 start=$SECONDS
 run_build "main build" "$BUILD" --
 run_build "asan+ubsan build (unit)" "$ASAN_BUILD" -Db_sanitize=address,undefined -- --suite unit
+# libFuzzer smoke: every target for a short fixed time over its seed corpus (tests/fuzz/README.md).
+if command -v clang >/dev/null 2>&1; then
+        CC=clang run_build "fuzz build (clang, libFuzzer smoke)" "${GH_TEST_FUZZ_BUILD:-build-tests-fuzz}" \
+                -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false -- --suite fuzz
+fi
 echo "=== done in $((SECONDS - start)) s"
 finish

@@ -13,6 +13,33 @@ __attribute__((format(printf, 1, 0))) static char *vformat(const char *fmt, va_l
         return s;
 }
 
+/* Messages are one line even when they quote hostile input (an image's environment, a file name):
+ * control characters are written as \xNN. */
+static char *one_line(char *s)
+{
+        size_t n = 0, extra = 0;
+        char *out;
+
+        if (s == NULL)
+                return NULL;
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                extra += (*p < 0x20 || *p == 0x7f) ? 3 : 0;
+        if (extra == 0)
+                return s;
+        out = malloc(strlen(s) + extra + 1);
+        if (out == NULL)
+                return s;
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                if (*p < 0x20 || *p == 0x7f)
+                        n += (size_t) sprintf(out + n, "\\x%02x", *p);
+                else
+                        out[n++] = (char) *p;
+        }
+        out[n] = '\0';
+        free(s);
+        return out;
+}
+
 int gh_err(gh_error_t *err, int errnum, const char *fmt, ...)
 {
         va_list ap;
@@ -36,7 +63,7 @@ int gh_err(gh_error_t *err, int errnum, const char *fmt, ...)
                 return -1;
         }
         (*err)->code = errnum > 0 ? errnum : 0;
-        (*err)->msg = msg != NULL ? msg : strdup("out of memory");
+        (*err)->msg = msg != NULL ? one_line(msg) : strdup("out of memory");
         return -1;
 }
 
@@ -54,7 +81,7 @@ int gh_err_wrap(gh_error_t *err, const char *fmt, ...)
                 return -1;
         if (asprintf(&full, "%s: %s", ctx, (*err)->msg ? (*err)->msg : "") >= 0) {
                 free((*err)->msg);
-                (*err)->msg = full;
+                (*err)->msg = one_line(full);
         }
         free(ctx);
         return -1;

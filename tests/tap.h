@@ -40,7 +40,7 @@ __attribute__((format(printf, 4, 5), unused)) static int tap_ok(int cond, const 
                         printf("#   got '%s', want '%s'\n", _g ? _g : "(null)", _w ? _w : "(null)"); \
         } while (0)
 
-__attribute__((unused)) static void tap_diag(const char *fmt, ...)
+__attribute__((unused, format(printf, 1, 2))) static void tap_diag(const char *fmt, ...)
 {
         va_list ap;
         printf("# ");
@@ -53,7 +53,9 @@ __attribute__((unused)) static void tap_diag(const char *fmt, ...)
 __attribute__((unused, noreturn)) static void tap_skip_all(const char *why)
 {
         printf("1..0 # SKIP %s\n", why);
-        exit(77);
+        /* meson 1.0 reports a TAP test exiting 77 as an error: under meson (GH_BUILD_DIR set) the
+         * plan line alone says "skipped"; run by hand, 77 says it too. */
+        exit(getenv("GH_BUILD_DIR") ? 0 : 77);
 }
 
 __attribute__((unused)) static int tap_done(void)
