@@ -2,12 +2,15 @@
  *
  * A rejection is an error saying why ("is a shell script", "is i386, not x86-64"); callers that
  * are only probing candidates log it at debug level and move on. */
+/* This file shadows the system <elf.h> on the library's include path (libelf.h and gelf.h
+ * include <elf.h> too), so it carries the real one along.  Outside the guard on purpose: when a
+ * quoted include finds this file next to the includer, #include_next searches the whole path
+ * again, comes back here once more, and only then reaches the system header. */
+#include_next <elf.h>
+
 #ifndef GH_ELF_H
 #define GH_ELF_H
 
-/* This file shadows the system <elf.h> on the library's include path (libelf.h and gelf.h
- * include <elf.h> too), so it carries the real one along. */
-#include_next <elf.h>
 #include <stdbool.h>
 
 #include "error.h"

@@ -1,7 +1,9 @@
 /* ld.so.cache reader (an image's /etc/ld.so.cache is attacker-written).  Besides "no crash": a
  * refusal names the file; an accepted cache has only in-bounds, NUL-terminated strings; and a
  * small accepted cache written back by gh_ldcache_write reads back with the same entries. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
