@@ -6,6 +6,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <stdbool.h>
 
 #include "cleanup.h"
 #include "log.h"
@@ -19,7 +20,27 @@
 
 static int proc_fd = AT_FDCWD;
 
-void gh_mount_set_procfd(int procfd) { proc_fd = procfd; }
+/* Shared mounts of the namespace we are in, read once per namespace entry: every injected file
+ * checks its parent mount, and re-reading mountinfo for each would dominate configure's time. */
+static struct {
+        bool loaded;
+        int *ids;
+        size_t n;
+} shared;
+
+static void forget_shared(void)
+{
+        free(shared.ids);
+        shared.ids = NULL;
+        shared.n = 0;
+        shared.loaded = false;
+}
+
+void gh_mount_set_procfd(int procfd)
+{
+        proc_fd = procfd;
+        forget_shared();
+}
 
 static const char *proc_path(const char *rel, char *buf, size_t size)
 {
@@ -97,14 +118,17 @@ void gh_source_close(struct gh_source *src)
         src->path = NULL;
 }
 
-/* The mount id of the mount holding fd, from /proc/self/fdinfo. */
+/* The mount id of the mount holding fd: statx (Linux 5.8), else /proc/self/fdinfo. */
 static int fd_mount_id(int fd)
 {
         char rel[64], p[80], buf[1024];
         _cleanup_close_ int f = -1;
+        struct statx stx;
         ssize_t n;
         char *m;
 
+        if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) == 0 && (stx.stx_mask & STATX_MNT_ID))
+                return (int) stx.stx_mnt_id;
         snprintf(rel, sizeof(rel), "self/fdinfo/%d", fd);
         f = openat(proc_fd, proc_path(rel, p, sizeof(p)), O_RDONLY | O_CLOEXEC);
         if (f < 0)
@@ -117,37 +141,49 @@ static int fd_mount_id(int fd)
         return m ? atoi(m + 7) : -1;
 }
 
-int gh_check_not_shared(int fd, const char *name, gh_error_t *err)
+static void load_shared(void)
 {
         _cleanup_fclose_ FILE *f = NULL;
         _cleanup_free_ char *line = NULL;
         char p[64];
         size_t len = 0;
-        int id = fd_mount_id(fd), mfd;
+        int mfd;
 
-        if (id < 0)
-                return 0; /* no procfs: cannot tell; the runtime's own propagation setting stands */
+        shared.loaded = true;
         mfd = openat(proc_fd, proc_path("self/mountinfo", p, sizeof(p)), O_RDONLY | O_CLOEXEC);
         if (mfd < 0 || (f = fdopen(mfd, "r")) == NULL) {
                 if (mfd >= 0)
                         close(mfd);
-                return 0;
+                return;
         }
         while (getline(&line, &len, f) > 0) {
-                char *sep;
-                if (atoi(line) != id)
-                        continue;
-                /* Optional fields sit between the 6th field and " - ". */
-                sep = strstr(line, " - ");
+                char *sep = strstr(line, " - ");
                 if (sep)
-                        *sep = '\0';
-                if (strstr(line, " shared:") != NULL)
+                        *sep = '\0'; /* optional fields sit between the 6th field and " - " */
+                if (strstr(line, " shared:") == NULL)
+                        continue;
+                int *v = realloc(shared.ids, (shared.n + 1) * sizeof(*v));
+                if (v == NULL)
+                        return;
+                shared.ids = v;
+                shared.ids[shared.n++] = atoi(line);
+        }
+}
+
+int gh_check_not_shared(int fd, const char *name, gh_error_t *err)
+{
+        int id = fd_mount_id(fd);
+
+        if (id < 0)
+                return 0; /* no way to tell; the runtime's own propagation setting stands */
+        if (!shared.loaded)
+                load_shared();
+        for (size_t i = 0; i < shared.n; i++)
+                if (shared.ids[i] == id)
                         return gh_err(err, 0,
                                       "refusing to mount onto %s: it lies on a shared mount, so the mount would propagate back to the host; "
                                       "make that volume private or rslave",
                                       name);
-                return 0;
-        }
         return 0;
 }
 

@@ -1,5 +1,6 @@
 /* The driver service child: sandbox, then serve NVML over RPC; and its lifecycle in the parent. */
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include "log.h"
 #include "rpc.h"
 #include "service.h"
+#include "syscalls.h"
 
 #define SERVICE_FD 3
 
@@ -142,14 +144,27 @@ static __attribute__((noreturn)) void child_main(int rootfd, int sock, uid_t uid
         _exit(0);
 }
 
-/* Waits up to ms for the child to end by itself; returns true with *status when it did. */
+/* Waits up to ms for the child to end by itself; returns true with *status when it did.  A pidfd
+ * wakes us the moment it exits (the NVML shutdown takes a few ms); without one, poll in 1 ms steps. */
 static bool wait_briefly(pid_t pid, int ms, int *status)
 {
-        for (int waited = 0; waited <= ms; waited += 10) {
+        int pfd = gh_pidfd_open(pid, 0);
+
+        if (pfd >= 0) {
+                struct pollfd p = { .fd = pfd, .events = POLLIN };
+                int r;
+                while ((r = poll(&p, 1, ms)) < 0 && errno == EINTR)
+                        ;
+                close(pfd);
+                if (r <= 0)
+                        return false;
+                return waitpid(pid, status, WNOHANG) == pid;
+        }
+        for (int waited = 0; waited <= ms; waited++) {
                 pid_t r = waitpid(pid, status, WNOHANG);
                 if (r == pid || (r < 0 && errno != EINTR))
                         return r == pid;
-                nanosleep(&(struct timespec) { .tv_nsec = 10 * 1000 * 1000 }, NULL);
+                nanosleep(&(struct timespec) { .tv_nsec = 1000 * 1000 }, NULL);
         }
         return false;
 }
