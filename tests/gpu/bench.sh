@@ -53,6 +53,12 @@ if bench_runc "$T/plain"; then
 else
         bench_note "runc run /bin/true, no hook (baseline)" "failed: $BENCH_ERR"
 fi
+# What runc itself spends on any hook (fork, exec, state on stdin, wait): /bin/true as the hook.
+make_bundle "$T/truehook" "$T/rootfs" /bin/true
+bundle_add_hook "$T/truehook" createRuntime /bin/true
+if bench_runc "$T/truehook"; then
+        bench_row "runc run /bin/true, /bin/true as a createRuntime hook (runc's hook cost)"
+fi
 
 # hook_bundle NAME ENV...: a /bin/true bundle with gpu-hook as its createRuntime hook.
 hook_bundle() {
