@@ -1,10 +1,11 @@
 #!/bin/bash
-# From a fresh clone to a working gpu-cli, as root on Debian 12 / Ubuntu:
+# From a fresh clone to a GPU container, as root on Debian 12 / Ubuntu:
 #
 #   bash contrib/quickstart.sh [BUILD_DIR]      (default: build)
 #
-# Installs the build dependencies (contrib/deps.sh), builds, prints the version, and builds a fake
-# driver root (tests/fake-driver) so that gpu-cli can be tried without a GPU.
+# Installs the build dependencies (contrib/deps.sh), builds, prints the version, then runs a GPU
+# container under runc with gpu-hook as its createRuntime hook: on this machine's NVIDIA driver when
+# it has one, else on the bundled fake driver (tests/fake-driver), and shows nvidia-smi -L from inside.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -20,17 +21,39 @@ fi
 ninja -C "$BUILD" >/dev/null
 "$BUILD/cli/gpu-cli" --version
 
-fake_root=$PWD/$BUILD/fake-driver-root
-if [ -x tests/fake-driver/make-root.sh ] || [ -f tests/fake-driver/make-root.sh ]; then
-        rm -rf "$fake_root"
-        GH_BUILD_DIR=$PWD/$BUILD bash tests/fake-driver/make-root.sh "$fake_root" >/dev/null
-        echo "quickstart: fake driver root in $fake_root; try: $BUILD/cli/gpu-cli --root=$fake_root info"
+# The driver: the real one when this machine has it, else the bundled fake one.
+if [ -r /proc/driver/nvidia/version ] && "$BUILD/cli/gpu-cli" info --fast >/dev/null 2>&1; then
+        driver_root=/
+        echo "quickstart: using this machine's NVIDIA driver: $(sed -n 's/^NVRM version: *//p' /proc/driver/nvidia/version)"
 else
-        echo "quickstart: tests/fake-driver/make-root.sh is not in this tree yet; no fake driver root"
+        driver_root=$PWD/$BUILD/fake-driver-root
+        rm -rf "$driver_root"
+        GH_BUILD_DIR=$PWD/$BUILD bash tests/fake-driver/make-root.sh "$driver_root" >/dev/null
+        echo "quickstart: no NVIDIA driver here; using the fake driver root in $driver_root"
 fi
+echo "== gpu-cli --root=$driver_root info --fast"
+"$BUILD/cli/gpu-cli" --root="$driver_root" info --fast
 
-# ---- TODO(gpu container): once `gpu-hook createRuntime` has landed, run a real GPU container here:
-#   build a busybox rootfs (tests/lib.sh make_busybox_rootfs --glibc), a bundle with gpu-hook as its
-#   createRuntime hook and NVIDIA_VISIBLE_DEVICES=all, `runc run` it and show `nvidia-smi -L` from inside.
-#   On a machine without a GPU, point the hook's config ("cli": {"root": ...}) at the fake driver root.
-echo "quickstart: done"
+# A busybox rootfs with this machine's glibc, NVIDIA_VISIBLE_DEVICES=all, gpu-hook as the hook.
+export GH_SOURCE_DIR=$PWD GH_BUILD_DIR=$PWD/$BUILD
+export GPU_CLI=$PWD/$BUILD/cli/gpu-cli GPU_HOOK=$PWD/$BUILD/hook/gpu-hook
+set +eu
+. tests/lib.sh
+make_busybox_rootfs "$T/rootfs" --glibc || exit 1
+printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s"}}\n' \
+        "$driver_root" "$GPU_CLI" "$T/gpu-hook.log" >"$T/gpu-hook.json"
+make_bundle "$T/bundle" "$T/rootfs" /bin/sh -c \
+        'echo "== inside the container: nvidia-smi -L"; nvidia-smi -L; echo "== ls /dev/nvidia*"; ls /dev/nvidia*'
+bundle_set_env "$T/bundle" NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility
+bundle_add_hook "$T/bundle" createRuntime "$GPU_HOOK" "--config=$T/gpu-hook.json" createRuntime
+echo "== runc run, createRuntime hook gpu-hook, NVIDIA_VISIBLE_DEVICES=all"
+if run_runc "$T/bundle" quickstart; then
+        printf '%s\n' "$RUN_STDOUT"
+        echo "== the hook's log line"
+        tail -n 1 "$T/gpu-hook.log"
+        echo "quickstart: done"
+else
+        printf '%s\n%s\n' "$RUN_STDOUT" "$RUN_STDERR"
+        echo "quickstart: the GPU container failed" >&2
+        exit 1
+fi
