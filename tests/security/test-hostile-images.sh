@@ -85,6 +85,9 @@ exec $GPU_CLI --root=$DRV --debug=$T/$CASE/cli.log configure --pid=\$pid --devic
 EOF
         chmod 755 "$T/$CASE/hook"
         bundle_add_hook "$BUNDLE" createRuntime "$T/$CASE/hook"
+        if [ -n "${HOOK_TIMEOUT:-}" ]; then
+                bundle_edit "$BUNDLE" 'c["hooks"]["createRuntime"][0]["timeout"] = int(args[0])' "$HOOK_TIMEOUT"
+        fi
 }
 
 LIBDIR=usr/lib/x86_64-linux-gnu
@@ -146,7 +149,10 @@ check_outcome() {
                 return
         fi
         errs=$(printf '%s\n' "$RUN_STDERR" | grep -o 'gpu-cli: .*' | sed 's/\\n.*//')
-        if [ -n "$errs" ]; then
+        if printf '%s\n' "$RUN_STDERR" | grep -q 'ran past specified timeout'; then
+                t_fail "$CASE: refused with an error naming the path (gpu-cli hung until the hook's timeout instead)"
+                t_diag_file "$T/$CASE/cli.log" 3
+        elif [ -n "$errs" ]; then
                 t_match "$errs" "$re" "$CASE: refused (exit $RUN_RC) with an error naming the path" ||
                         t_diag_file "$T/$CASE/cli.log" 8
                 t_is "$(printf '%s\n' "$errs" | wc -l)" 1 "$CASE: the refusal is one line"
@@ -253,6 +259,20 @@ hcase ldcache-proc-self-root 'ld\.so\.cache' swap_link etc/ld.so.cache "/proc/se
 hcase ldconf-abs 'ld\.so\.conf' swap_link etc/ld.so.conf "$HM/ld.so.conf"
 hcase ldconfd-abs 'ld\.so\.conf' swap_link etc/ld.so.conf.d "$HM/ld.so.conf.d"
 hcase ldconfd-proc-1-root 'ld\.so\.conf' swap_link etc/ld.so.conf.d "/proc/1/root$HM/ld.so.conf.d"
+
+# --- injection targets of the wrong type: a directory, a FIFO (opening one for reading blocks until
+# a writer comes: a hostile image must not be able to hang the start), a device node
+setup_dir() { rm -f "$ROOTFS/$1" && mkdir -p "$ROOTFS/$1/sub"; }
+setup_fifo() { rm -rf "${ROOTFS:?}/$1" && mkfifo "$ROOTFS/$1"; }
+setup_chr() { rm -rf "${ROOTFS:?}/$1" && mknod "$ROOTFS/$1" c 1 3; }
+hcase libcuda-file-dir "$LIBRE" setup_dir "$LIBDIR/libcuda.so.$DRV_VERSION"
+hcase smi-dir 'nvidia-smi' setup_dir usr/bin/nvidia-smi
+hcase ldcache-dir 'ld\.so\.cache' setup_dir etc/ld.so.cache
+hcase smi-fifo 'nvidia-smi' setup_fifo usr/bin/nvidia-smi
+hcase smi-chr 'nvidia-smi' setup_chr usr/bin/nvidia-smi
+# A hang here ends at the hook's timeout: keep it short so the suite stays fast.
+HOOK_TIMEOUT=8 hcase ldcache-fifo 'ld\.so\.cache' setup_fifo etc/ld.so.cache
+HOOK_TIMEOUT=8 hcase debian-version-fifo "$LIBRE|debian_version" setup_fifo etc/debian_version
 
 # --- a malicious /sbin/ldconfig (every case checks the trap; here it is also on the PATH first)
 setup_ldconfig_everywhere() {

@@ -41,9 +41,9 @@ our_procs() {
         for p in /proc/[0-9]*; do
                 [ "${p#/proc/}" = $$ ] && continue
                 [ "${p#/proc/}" = "$BASHPID" ] && continue
-                if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -Eq "$T|gpu-cli|gpu-hook" ||
+                if { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -Eq "$T|gpu-cli|gpu-hook" ||
                         readlink "$p/root" "$p/cwd" 2>/dev/null | grep -q "^$T"; then
-                        echo "${p#/proc/} $(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)"
+                        echo "${p#/proc/} $({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null)"
                 fi
         done
 }
