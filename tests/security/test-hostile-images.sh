@@ -81,7 +81,7 @@ new_container() {
         cat >"$T/$CASE/hook" <<EOF
 #!/bin/sh
 pid=\$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')
-exec $GPU_CLI --root=$DRV --debug=$T/$CASE/cli.log configure --pid=\$pid --device=0 --compute --utility $ROOTFS
+exec ${HOOK_WRAPPER:-} $GPU_CLI --root=$DRV --debug=$T/$CASE/cli.log configure --pid=\$pid --device=0 --compute --utility $ROOTFS
 EOF
         chmod 755 "$T/$CASE/hook"
         bundle_add_hook "$BUNDLE" createRuntime "$T/$CASE/hook"
@@ -396,6 +396,32 @@ hcase shared-rootfs "$LIBRE|shared|/dev|/proc" shared_rootfs
 # The same rootfs with the runtime's default propagation (rslave).
 shared_rootfs_default() { mount --bind "$ROOTFS" "$ROOTFS" && mount --make-shared "$ROOTFS"; }
 hcase shared-rootfs-default "$LIBRE|shared" shared_rootfs_default
+
+# --- the same attacks against the fallbacks: openat2 and the new mount API answer ENOSYS, so the
+# resolver walks component by component and mounts go through /proc/self/fd with mount(2).
+NO_NEW_API=$GH_BUILD_DIR/tests/helpers/no-new-mount-api
+if [ -x "$NO_NEW_API" ]; then
+        HOOK_WRAPPER=$NO_NEW_API
+        hcase legacy-libdir-abs "$LIBRE" swap_link $LIBDIR "$HM/lib"
+        hcase legacy-libdir-rel "$LIBRE" swap_rel $LIBDIR "$HM/lib"
+        hcase legacy-libdir-proc-1-root "$LIBRE" swap_link $LIBDIR "/proc/1/root$HM/lib"
+        hcase legacy-bin-rel 'usr/bin|nvidia-smi' swap_rel usr/bin "$HM/bin"
+        hcase legacy-etc-abs '/etc|ld\.so\.cache' swap_link etc "$HM/etc"
+        hcase legacy-etc-proc-self-cwd '/etc|ld\.so\.cache' swap_link etc "/proc/self/cwd/../../host/etc"
+        hcase legacy-firmware-rel 'firmware' setup_firmware_rel
+        hcase legacy-run-abs '/run|persistenced|fabricmanager' swap_link run "$HM/run"
+        hcase legacy-libcuda-file-abs "$LIBRE" swap_link "$LIBDIR/libcuda.so.$DRV_VERSION" "$HM/precious"
+        hcase legacy-smi-rel 'nvidia-smi' swap_rel usr/bin/nvidia-smi "$HM/precious"
+        hcase legacy-ldcache-abs 'ld\.so\.cache' swap_link etc/ld.so.cache "$HM/ld.so.cache"
+        hcase legacy-hardlinks "$LIBRE|nvidia-smi|ld\.so\.cache" setup_hardlinks
+        race legacy-race-libdir "$LIBRE" $LIBDIR "$HM/lib"
+        race legacy-race-libcuda "$LIBRE" "$LIBDIR/libcuda.so.$DRV_VERSION" "$HM/precious"
+        hcase legacy-shared-bin 'usr/bin|nvidia-smi|shared' shared_volume usr/bin
+        hcase legacy-shared-rootfs "$LIBRE|shared|/dev|/proc" shared_rootfs
+        HOOK_WRAPPER=
+else
+        t_skip "hostile images under the legacy API" "no-new-mount-api was not built (no libseccomp)"
+fi
 
 # --- mknod of an unselected GPU inside the container
 hcase mknod true true
