@@ -158,15 +158,21 @@ static int load_gpus(int droot, const struct gh_configure_opts *o, const struct 
 static int read_container_cache(int rootfd, struct gh_ldcache **cache, gh_error_t *err)
 {
         _cleanup_error_ gh_error_t e = NULL;
-        _cleanup_close_ int fd = gh_resolve(rootfd, "/etc/ld.so.cache", O_RDONLY, &e);
+        /* O_NONBLOCK: an image's FIFO at /etc/ld.so.cache must not hang us in open(). */
+        _cleanup_close_ int fd = gh_resolve(rootfd, "/etc/ld.so.cache", O_RDONLY | O_NONBLOCK | O_NOCTTY, &e);
         _cleanup_close_ int mfd = -1;
         char buf[65536];
+        struct stat st;
         ssize_t n;
         size_t total = 0;
 
         *cache = NULL;
         if (fd < 0)
                 return 0; /* no cache in the image: start a new one */
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                gh_warn("the container's /etc/ld.so.cache is not a regular file; writing a fresh one");
+                return 0;
+        }
         mfd = memfd_create("ld.so.cache", MFD_CLOEXEC);
         if (mfd < 0)
                 return gh_err(err, errno, "reading the container's /etc/ld.so.cache");

@@ -226,11 +226,39 @@ static int legacy_flags(int rootfd, const char *cpath, unsigned flags, bool bind
         return 0;
 }
 
+/* Refuses before anything is created: the deepest existing ancestor of cpath is where new
+ * directories and the mount point would be made, so it must not be on a shared mount either (an
+ * empty file created in a shared volume is a write to the host). */
+static int check_creation_point(int rootfd, const char *cpath, gh_error_t *err)
+{
+        char dir[4096];
+        size_t n = strlen(cpath);
+
+        if (n >= sizeof(dir))
+                return gh_err(err, ENAMETOOLONG, "container path %.64s... is too long", cpath);
+        memcpy(dir, cpath, n + 1);
+        for (;;) {
+                _cleanup_error_ gh_error_t e = NULL;
+                char *slash = strrchr(dir, '/');
+                if (slash == NULL || slash == dir)
+                        strcpy(dir, "/");
+                else
+                        *slash = '\0';
+                _cleanup_close_ int fd = gh_resolve(rootfd, dir, O_PATH | O_DIRECTORY, &e);
+                if (fd >= 0)
+                        return gh_check_not_shared(fd, cpath, err);
+                if (strcmp(dir, "/") == 0)
+                        return 0;
+        }
+}
+
 int gh_attach(struct gh_source *src, int rootfd, const char *cpath, enum gh_target_kind kind, unsigned flags,
               gh_error_t *err)
 {
         _cleanup_close_ int target = -1;
 
+        if (check_creation_point(rootfd, cpath, err) < 0)
+                return -1;
         if (kind == GH_TARGET_DIR)
                 target = gh_mkdir_p(rootfd, cpath, 0755, err);
         else
@@ -258,10 +286,13 @@ int gh_attach(struct gh_source *src, int rootfd, const char *cpath, enum gh_targ
 
 int gh_tmpfs_attach(int rootfd, const char *cpath, const char *options, gh_error_t *err)
 {
-        _cleanup_close_ int target = gh_mkdir_p(rootfd, cpath, 0555, err);
+        _cleanup_close_ int target = -1;
         _cleanup_close_ int fsfd = -1, mnt = -1;
         int fd;
 
+        if (check_creation_point(rootfd, cpath, err) < 0)
+                return -1;
+        target = gh_mkdir_p(rootfd, cpath, 0555, err);
         if (target < 0)
                 return -1;
         if (gh_check_not_shared(target, cpath, err) < 0)
