@@ -15,6 +15,8 @@ __attribute__((format(printf, 1, 0))) static char *vformat(const char *fmt, va_l
 
 /* Messages are one line even when they quote hostile input (an image's environment, a file name):
  * control characters are written as \xNN. */
+#define GH_ESCAPED_MSG_MAX 400
+
 static char *one_line(char *s)
 {
         size_t n = 0, extra = 0;
@@ -26,10 +28,16 @@ static char *one_line(char *s)
                 extra += (*p < 0x20 || *p == 0x7f) ? 3 : 0;
         if (extra == 0)
                 return s;
-        out = malloc(strlen(s) + extra + 1);
+        out = malloc(strlen(s) + extra + 8);
         if (out == NULL)
                 return s;
         for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                /* Escaping can quadruple hostile input: keep such a message short. */
+                if (n >= GH_ESCAPED_MSG_MAX) {
+                        memcpy(out + n, "...", 4);
+                        n += 3;
+                        break;
+                }
                 if (*p < 0x20 || *p == 0x7f)
                         n += (size_t) sprintf(out + n, "\\x%02x", *p);
                 else
