@@ -263,6 +263,10 @@ static int consider_library(struct ctx *c, const struct gh_ldcache_entry *e, int
         }
         if (fstat(fd, &st) < 0)
                 return gh_err(err, errno, "inspecting %s%s", c->root_prefix, e->value);
+        /* Caches list each library several times (SONAME, .so, symlinks from /lib): a file already
+         * taken needs no second ELF check. */
+        if (seen(&c->d->libs, &st) && (wanted || c->ml_dir != NULL))
+                return 0;
         real = in_root_path(c, fd);
         if (!S_ISREG(st.st_mode) || real == NULL) {
                 gh_debug("skipping %s -> %s: not a regular file inside the driver root", e->key, e->value);
