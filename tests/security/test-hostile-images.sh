@@ -274,6 +274,48 @@ hcase smi-chr 'nvidia-smi' setup_chr usr/bin/nvidia-smi
 HOOK_TIMEOUT=8 hcase ldcache-fifo 'ld\.so\.cache' setup_fifo etc/ld.so.cache
 HOOK_TIMEOUT=8 hcase debian-version-fifo "$LIBRE|debian_version" setup_fifo etc/debian_version
 
+# --- device nodes of the image at the paths gpu-cli looks at: opening one as root outside the
+# container's device cgroup can have side effects (a watchdog arms, a tape rewinds), so none may be
+# opened, only inspected (O_PATH).  inotify sees every real open (IN_OPEN) and none for O_PATH.
+watch_opens() {
+        "$GH_PYTHON" - "$@" <<'PYEOF' &
+import ctypes, os, signal, struct, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+out, paths = sys.argv[1], sys.argv[2:]
+fd = libc.inotify_init1(0)
+wds = {libc.inotify_add_watch(fd, p.encode(), 0x20): p for p in paths}  # IN_OPEN
+with open(out, "w") as f:
+    f.write("ready\n")
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+while True:
+    b = os.read(fd, 4096)
+    i = 0
+    while i < len(b):
+        wd, mask, cookie, ln = struct.unpack_from("iIII", b, i)
+        i += 16 + ln
+        if mask & 0x20 and wd in wds:
+            with open(out, "a") as f:
+                f.write("opened %s\n" % wds[wd])
+PYEOF
+        WATCHER=$!
+        for _ in $(seq 1 50); do grep -q ready "$1" 2>/dev/null && break; sleep 0.02; done
+}
+setup_devnodes() {
+        local p
+        for p in etc/ld.so.cache usr/bin/nvidia-smi "$LIBDIR/libcuda.so.$DRV_VERSION" etc/debian_version; do
+                rm -rf "${ROOTFS:?}/$p" && mknod "$ROOTFS/$p" c 1 3 || return 1
+        done
+        watch_opens "$T/$CASE/opens" "$ROOTFS/etc/ld.so.cache" "$ROOTFS/usr/bin/nvidia-smi" \
+                "$ROOTFS/$LIBDIR/libcuda.so.$DRV_VERSION" "$ROOTFS/etc/debian_version"
+}
+hcase devnodes "$LIBRE|nvidia-smi|ld\.so\.cache|debian_version" setup_devnodes
+sleep 0.2
+kill "$WATCHER" 2>/dev/null
+wait "$WATCHER" 2>/dev/null
+t_is "$(grep -c '^ready' "$T/devnodes/opens")" 1 "devnodes: the inotify watch was in place"
+t_is "$(grep '^opened' "$T/devnodes/opens" | sort -u | sed "s|$T/devnodes/rootfs||" | tr '\n' ' ')" "" \
+        "devnodes: no device node of the image was opened on the host side"
+
 # --- a malicious /sbin/ldconfig (every case checks the trap; here it is also on the PATH first)
 setup_ldconfig_everywhere() {
         local p
