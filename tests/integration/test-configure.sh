@@ -196,5 +196,74 @@ bundle_add_hook "$BUNDLE" createRuntime "$T/hook12"
 run_runc "$BUNDLE" c12
 t_not "a failure part-way (library dir is a file) aborts the start" test "$RUN_RC" -eq 0
 t_match "$RUN_STDERR" 'x86_64-linux-gnu' "the error names the path that failed"
+# 13. every capability alone: what a user of that capability looks for
+LISTING='ls /usr/lib/x86_64-linux-gnu /usr/lib/i386-linux-gnu /usr/bin /dev /dev/nvidia-caps 2>/dev/null | tr "\n" " "'
+# cap_case CAP "WANTED NAMES" "UNWANTED NAMES": file and device names, matched as whole words in
+# the listing of the library directories, /usr/bin and /dev.
+cap_case() {
+        local cap=$1 w
+        new_container "cap-$cap"
+        bundle_edit "$BUNDLE" 'c["process"]["args"] = ["/bin/sh", "-c", args[0]]' "$LISTING"
+        hook_script "$T/hook-$cap" "$DRV" --device=0 "--$cap"
+        bundle_add_hook "$BUNDLE" createRuntime "$T/hook-$cap"
+        run_runc "$BUNDLE" "cap-$cap"
+        t_is "$RUN_RC" 0 "--$cap alone: the container runs" || t_diag "$RUN_STDERR"
+        for w in $2; do
+                t_match " $RUN_STDOUT " " ${w//./\\.} " "--$cap alone: the container gets $w"
+        done
+        for w in $3; do
+                t_nomatch " $RUN_STDOUT " " ${w//./\\.} " "--$cap alone: no $w"
+        done
+}
+cap_case utility "libnvidia-ml.so.1 libnvidia-cfg.so.1 nvidia-smi nvidia-debugdump" "libcuda.so.1 nvidia-uvm"
+cap_case compute "libcuda.so.1 libcuda.so libnvidia-ptxjitcompiler.so.1 libnvidia-nvvm.so.4 nvidia-cuda-mps-control nvidia-uvm" "libnvidia-ml.so.1 nvidia-smi"
+cap_case video "libnvcuvid.so.1 libnvidia-encode.so.1 libnvidia-opticalflow.so libcuda.so.1" "libGLX_nvidia.so.0"
+cap_case graphics "libGLX_nvidia.so.0 libGLX_indirect.so.0 libEGL_nvidia.so.0 libnvidia-glcore.so.580.95.05" "nvidia-modeset libEGL.so.1 libcuda.so.1"
+cap_case display "libGLX_nvidia.so.0 nvidia-modeset" ""
+cap_case ngx "libnvidia-ngx.so.1" "libcuda.so.1"
+
+# 14. compat32 with compute: the i386 libraries in the i386 directory and in the ld cache
+if ls "$DRV"/usr/lib/i386-linux-gnu/libcuda.so.* >/dev/null 2>&1; then
+        new_container c32
+        bundle_edit "$BUNDLE" 'c["process"]["args"] = ["/bin/sh", "-c", "ls /usr/lib/i386-linux-gnu; check-ldconfig -p"]'
+        hook_script "$T/hook-c32" "$DRV" --device=0 --compute --compat32
+        bundle_add_hook "$BUNDLE" createRuntime "$T/hook-c32"
+        run_runc "$BUNDLE" c32
+        t_match "$RUN_STDOUT" '^libcuda\.so\.[0-9]+\.[0-9]+\.[0-9]+$' "compat32: the i386 libcuda is in /usr/lib/i386-linux-gnu" || t_diag "$RUN_STDERR"
+        t_match "$RUN_STDOUT" 'libcuda\.so\.1 \(libc6\) => /usr/lib/i386-linux-gnu/libcuda\.so\.1' "compat32: the ld cache has the i386 libcuda"
+        t_match "$RUN_STDOUT" 'libcuda\.so\.1 \(libc6,x86-64\) => /usr/lib/x86_64-linux-gnu/libcuda\.so\.1' "compat32: and the 64-bit one"
+else
+        t_skip "compat32" "the fake driver has no i386 libraries (no gcc -m32)"
+fi
+
+# 15. MIG (8-GPU profile): a MIG device gives its parent GPU's node and exactly its own caps nodes
+DRV8=$T/drv8
+if bash "$MKROOT" "$DRV8" --profile "$GH_SOURCE_DIR/tests/fake-driver/profiles/8gpu-mig.json" >"$T/mkroot8.log" 2>&1; then
+        # The expectation comes from the profile itself: the first MIG device of the first GPU (in
+        # bus-id order) that has any, its parent's minor, its caps minors, and a sibling's.
+        read -r MIG_UUID PARENT_MINOR GI_MINOR CI_MINOR OTHER_GI <<<"$("$GH_PYTHON" - "$GH_SOURCE_DIR/tests/fake-driver/profiles/8gpu-mig.json" <<'PYEOF'
+import json, sys
+gpus = sorted(json.load(open(sys.argv[1]))["gpus"], key=lambda g: g["bus_id"].lower())
+for g in gpus:
+    m = g.get("mig", {}).get("devices", [])
+    if len(m) >= 2:
+        print(m[0]["uuid"], g["minor"], m[0]["gi_minor"], m[0]["ci_minor"], m[1]["gi_minor"])
+        break
+PYEOF
+)"
+        new_container mig
+        bundle_edit "$BUNDLE" 'c["process"]["args"] = ["/bin/sh", "-c", "ls /dev /dev/nvidia-caps | tr \"\\n\" \" \"; echo; mknod /tmp/o c $(stat -c %t /dev/nvidia-caps/nvidia-cap'"$GI_MINOR"' | xargs printf %d 0x 2>/dev/null || echo 510) '"$OTHER_GI"' && head -c1 /tmp/o"]'
+        hook_script "$T/hook-mig" "$DRV8" "--device=$MIG_UUID" --compute --utility
+        bundle_add_hook "$BUNDLE" createRuntime "$T/hook-mig"
+        run_runc "$BUNDLE" mig
+        t_is "$(printf '%s\n' "$RUN_STDOUT" | head -n1 | tr ' ' '\n' | grep -E '^nvidia[0-9]+$' | tr '\n' ' ')" "nvidia$PARENT_MINOR " "MIG device: only its parent GPU's node (/dev/nvidia$PARENT_MINOR)" || t_diag "$RUN_STDERR"
+        t_match "$RUN_STDOUT" " nvidia-cap$GI_MINOR .*nvidia-cap$CI_MINOR |nvidia-cap$CI_MINOR .*nvidia-cap$GI_MINOR " "MIG device: its GPU-instance and compute-instance caps nodes"
+        t_nomatch "$RUN_STDOUT" " nvidia-cap$OTHER_GI " "MIG device: no caps node of a sibling MIG device"
+        t_match "$RUN_STDERR$RUN_STDOUT" 'Operation not permitted' "MIG device: a sibling's caps node made with mknod is denied"
+else
+        t_diag_file "$T/mkroot8.log"
+        t_fail "make-root.sh --profile 8gpu-mig"
+fi
+
 mountinfo_unchanged "host mount table unchanged after all runs and failures" "$T/mounts.before"
 t_done
