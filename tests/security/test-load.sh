@@ -35,13 +35,18 @@ count_cgroups() {
 our_cgroups() {
         find /sys/fs/cgroup -mindepth 1 -type d -name "$PREFIX-*" 2>/dev/null | wc -l
 }
-# Processes of ours: anything whose command line, root or cwd mentions $T, and any gpu-cli/gpu-hook.
+# Processes of ours: anything whose command line, root or cwd mentions $T, and any process running
+# this build's gpu-cli or gpu-hook.
+GPU_CLI_REAL=$(readlink -f "$GPU_CLI")
+GPU_HOOK_REAL=$(readlink -f "$GPU_HOOK")
 our_procs() {
-        local p
+        local p exe
         for p in /proc/[0-9]*; do
                 [ "${p#/proc/}" = $$ ] && continue
                 [ "${p#/proc/}" = "$BASHPID" ] && continue
-                if { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -Eq "$T|gpu-cli|gpu-hook" ||
+                exe=$(readlink "$p/exe" 2>/dev/null)
+                if [ "$exe" = "$GPU_CLI_REAL" ] || [ "$exe" = "$GPU_HOOK_REAL" ] ||
+                        { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -q "$T" ||
                         readlink "$p/root" "$p/cwd" 2>/dev/null | grep -q "^$T"; then
                         echo "${p#/proc/} $({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null)"
                 fi
