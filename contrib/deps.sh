@@ -9,7 +9,7 @@ GH_DEPS=(
         libelf-dev libtirpc-dev libcap-dev libjansson-dev libseccomp-dev
         gcc-multilib libc6-dev-i386
         runc crun podman busybox-static bpftool
-        python3 file util-linux time patchelf
+        python3 file util-linux time patchelf valgrind
 )
 
 # Packages of GH_DEPS that are not installed.

@@ -206,7 +206,7 @@ static int legacy_bind(struct gh_source *src, int target_fd, const char *cpath, 
         /* Legacy mounts only happen before the container is pivoted, where /proc is still ours. */
         snprintf(from, sizeof(from), "/proc/self/fd/%d", again);
         snprintf(to, sizeof(to), "/proc/self/fd/%d", target_fd);
-        if (mount(from, to, NULL, MS_BIND, NULL) < 0)
+        if (mount(from, to, "none", MS_BIND, NULL) < 0)
                 return gh_err(err, errno, "bind-mounting %s onto %s", src->path, cpath);
         return 0;
 }
@@ -219,9 +219,9 @@ static int legacy_flags(int rootfd, const char *cpath, unsigned flags, bool bind
         if (fd < 0)
                 return -1;
         snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-        if (mount(NULL, p, NULL, MS_PRIVATE, NULL) < 0)
+        if (mount("none", p, "none", MS_PRIVATE, NULL) < 0)
                 return gh_err(err, errno, "making the mount on %s private", cpath);
-        if (mount(NULL, p, NULL, MS_REMOUNT | (bind ? MS_BIND : 0) | to_ms_flags(flags), NULL) < 0)
+        if (mount("none", p, "none", MS_REMOUNT | (bind ? MS_BIND : 0) | to_ms_flags(flags), NULL) < 0)
                 return gh_err(err, errno, "setting mount flags on %s", cpath);
         return 0;
 }
