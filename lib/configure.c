@@ -155,23 +155,21 @@ static int load_gpus(int droot, const struct gh_configure_opts *o, const struct 
 
 /* Copies the container's cache into memory first: a running container could truncate the file
  * under a mapping and crash us. */
-static int read_container_cache(int rootfd, struct gh_ldcache **cache, gh_error_t *err)
+static int read_container_cache(int rootfd, int procfd, struct gh_ldcache **cache, gh_error_t *err)
 {
         _cleanup_error_ gh_error_t e = NULL;
-        /* O_NONBLOCK: an image's FIFO at /etc/ld.so.cache must not hang us in open(). */
-        _cleanup_close_ int fd = gh_resolve(rootfd, "/etc/ld.so.cache", O_RDONLY | O_NONBLOCK | O_NOCTTY, &e);
+        /* Only a regular file is ever opened: an image's device node or FIFO there is not touched. */
+        _cleanup_close_ int fd = gh_open_regular(rootfd, "/etc/ld.so.cache", procfd, &e);
         _cleanup_close_ int mfd = -1;
         char buf[65536];
-        struct stat st;
         ssize_t n;
         size_t total = 0;
 
         *cache = NULL;
-        if (fd < 0)
-                return 0; /* no cache in the image: start a new one */
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                gh_warn("the container's /etc/ld.so.cache is not a regular file; writing a fresh one");
-                return 0;
+        if (fd < 0) {
+                if (e->code != ENOENT)
+                        gh_warn("the container's %s; writing a fresh /etc/ld.so.cache", e->msg);
+                return 0; /* no usable cache in the image: start a new one */
         }
         mfd = memfd_create("ld.so.cache", MFD_CLOEXEC);
         if (mfd < 0)
@@ -195,14 +193,14 @@ static int read_container_cache(int rootfd, struct gh_ldcache **cache, gh_error_
         return 0;
 }
 
-static int update_ldcache(const struct gh_plan *plan, int rootfd, gh_error_t *err)
+static int update_ldcache(const struct gh_plan *plan, int rootfd, int procfd, gh_error_t *err)
 {
         struct gh_ldcache *old = NULL;
         struct gh_ldcache_set set = { 0 };
         _cleanup_close_ int etc = -1;
         int r = -1;
 
-        if (read_container_cache(rootfd, &old, err) < 0)
+        if (read_container_cache(rootfd, procfd, &old, err) < 0)
                 return -1;
         for (size_t i = 0; old && i < old->n; i++)
                 if (gh_ldcache_set_add(&set, &old->entries[i], err) < 0)
@@ -387,7 +385,7 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
                 if (gh_caps_enter(GH_PHASE_LDCONFIG, err) < 0 || gh_ldconfig_run(ldconfig_fd, rootfd, dirs, err) < 0)
                         goto out;
         } else if (plan.nlibs > 0) {
-                if (gh_caps_enter(GH_PHASE_LDCACHE, err) < 0 || update_ldcache(&plan, rootfd, err) < 0)
+                if (gh_caps_enter(GH_PHASE_LDCACHE, err) < 0 || update_ldcache(&plan, rootfd, ns.proc_fd, err) < 0)
                         goto out;
         }
         t->ldcache_us = now_us() - t1;

@@ -131,13 +131,11 @@ static int read_root_file(int rootfd, const char *path, char **out, size_t *len,
 
         *out = NULL;
         *len = 0;
-        struct stat st;
-
-        fd = gh_resolve(rootfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, &e);
-        if (fd < 0)
+        fd = gh_open_regular(rootfd, path, AT_FDCWD, &e);
+        if (fd < 0 && e->code == ENOENT)
                 return 0;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-                return gh_err(err, 0, "%s of the driver root is not a regular file", path);
+        if (fd < 0)
+                return gh_err(err, 0, "%s of the driver root: %s", path, e->msg);
         n = read(fd, buf, sizeof(buf) - 1);
         if (n < 0)
                 return gh_err(err, errno, "reading %s of the driver root", path);

@@ -265,6 +265,30 @@ int gh_resolve(int rootfd, const char *path, int oflags, gh_error_t *err)
         return fd;
 }
 
+int gh_open_regular(int rootfd, const char *path, int procfd, gh_error_t *err)
+{
+        _cleanup_close_ int opath = gh_resolve(rootfd, path, O_PATH, err);
+        struct stat st, st2;
+        char p[64];
+        int fd;
+
+        if (opath < 0)
+                return -1;
+        if (fstat(opath, &st) < 0)
+                return gh_err(err, errno, "inspecting %s", path);
+        if (!S_ISREG(st.st_mode))
+                return gh_err(err, EINVAL, "%s is not a regular file", path);
+        snprintf(p, sizeof(p), "%sself/fd/%d", procfd == AT_FDCWD ? "/proc/" : "", opath);
+        fd = openat(procfd, p, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+                return gh_err(err, errno, "opening %s", path);
+        if (fstat(fd, &st2) < 0 || st2.st_dev != st.st_dev || st2.st_ino != st.st_ino) {
+                close(fd);
+                return gh_err(err, EAGAIN, "%s changed while it was opened", path);
+        }
+        return fd;
+}
+
 int gh_mkdir_p(int rootfd, const char *path, mode_t mode, gh_error_t *err)
 {
         int fd = resolve_fd(rootfd, path, O_PATH | O_DIRECTORY, 0, 0);

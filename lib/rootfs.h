@@ -38,6 +38,13 @@ int gh_create_file(int rootfd, const char *path, mode_t mode, gh_error_t *err);
  * symlink is replaced; an existing file or directory is an error with code EEXIST. */
 int gh_create_symlink(int rootfd, const char *path, const char *target, gh_error_t *err);
 
+/* Opens PATH inside the root for reading only if it is a regular file, without ever opening
+ * anything else: the path is resolved O_PATH, checked with fstat, and that very inode reopened
+ * through procfs (procfd: an fd of a procfs of our pid namespace, or AT_FDCWD for "/proc").  A
+ * device node or FIFO planted by an image is never opened.  Errors: ENOENT when absent, EINVAL
+ * when it is not a regular file. */
+int gh_open_regular(int rootfd, const char *path, int procfd, gh_error_t *err);
+
 /* Returns the absolute path (as the kernel sees it from here) of an fd, for messages only. */
 char *gh_fd_path(int fd);
 

@@ -167,12 +167,13 @@ have_cmd() { command -v "$1" >/dev/null 2>&1; }
 gh_cli_has() {
         local out
         out=$("$GPU_CLI" "$1" --help </dev/null 2>&1)
-        ! printf '%s' "$out" | grep -q "this build has no command"
+        ! grep -q "this build has no command" <<<"$out"
 }
 
 gh_hook_landed() {
-        printf '{"ociVersion":"1.0.2","id":"probe","status":"stopped","pid":0,"bundle":"/"}' |
-                "$GPU_HOOK" poststop >/dev/null 2>&1
+        # A here-string, not a pipe: poststop exits without reading stdin, and under pipefail the
+        # writer's SIGPIPE would make this answer "no" at random.
+        "$GPU_HOOK" poststop >/dev/null 2>&1 <<<'{"ociVersion":"1.0.2","id":"probe","status":"stopped","pid":0,"bundle":"/"}'
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -149,7 +149,7 @@ check_outcome() {
                 return
         fi
         errs=$(printf '%s\n' "$RUN_STDERR" | grep -o 'gpu-cli: .*' | sed 's/\\n.*//')
-        if printf '%s\n' "$RUN_STDERR" | grep -q 'ran past specified timeout'; then
+        if grep -q 'ran past specified timeout' <<<"$RUN_STDERR"; then
                 t_fail "$CASE: refused with an error naming the path (gpu-cli hung until the hook's timeout instead)"
                 t_diag_file "$T/$CASE/cli.log" 3
         elif [ -n "$errs" ]; then
