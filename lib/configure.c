@@ -371,8 +371,12 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         if (gh_caps_enter(GH_PHASE_ENTER, err) < 0 || gh_ns_enter(&ns, o->rootfs, &rootfd, err) < 0)
                 goto out;
         gh_mount_set_procfd(ns.proc_fd);
-        if (gh_caps_enter(GH_PHASE_MOUNT, err) < 0 || gh_plan_apply(&plan, rootfd, err) < 0)
+        if (gh_caps_enter(GH_PHASE_MOUNT, err) < 0)
                 goto out;
+        if (gh_plan_apply(&plan, rootfd, err) < 0) {
+                gh_err_wrap(err, "cannot inject the driver into this image (check that the path below is a plain directory or file in the image, not a link out of it)");
+                goto out;
+        }
         t->mount_us = now_us() - t1;
 
         t1 = now_us();
