@@ -102,6 +102,9 @@ else
         fi
 fi
 
+# The floor under every command row: starting a process at all (fork, exec, exit) from bash.
+bench_measure "process start floor: /bin/true" cmd /bin/true
+bench_measure "gpu-cli --version (gpu-cli start: its shared libraries, no work)" cmd "$GPU_CLI" --version
 for mode in fast nvml; do
         if [ $info_ok = 0 ]; then
                 bench_note "gpu-cli info --$mode" "not landed"
