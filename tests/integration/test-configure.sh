@@ -265,5 +265,27 @@ else
         t_fail "make-root.sh --profile 8gpu-mig"
 fi
 
+# 16. a non-Debian image: libraries go to /usr/lib64 and the loader still finds them
+new_container rpm
+rm -f "$ROOTFS/etc/debian_version"
+hook_script "$T/hook-rpm" "$DRV" --device=0 --compute --utility
+bundle_add_hook "$BUNDLE" createRuntime "$T/hook-rpm"
+bundle_edit "$BUNDLE" 'c["process"]["args"] = ["/bin/sh", "-c", "ls /usr/lib64 | grep -c nvidia-ml; nvidia-smi -L"]'
+run_runc "$BUNDLE" rpm
+t_match "$RUN_STDOUT" '^[1-9]' "non-Debian image: libnvidia-ml is in /usr/lib64" || t_diag "$RUN_STDERR"
+t_match "$RUN_STDOUT" '^GPU 0:' "non-Debian image: nvidia-smi finds it through the ld cache"
+
+# 17. --ldconfig=@/sbin/ldconfig: the HOST's ldconfig, sandboxed, updates the cache; the image's never runs
+HOST_LDCONFIG=$(readlink -f /sbin/ldconfig)
+if file -L "$HOST_LDCONFIG" 2>/dev/null | grep -q 'ELF.*static'; then
+        new_container ldc
+        hook_script "$T/hook-ldc" "$DRV" --device=0 --compute --utility "--ldconfig=@$HOST_LDCONFIG"
+        bundle_add_hook "$BUNDLE" createRuntime "$T/hook-ldc"
+        run_runc "$BUNDLE" ldc
+        check_basic "--ldconfig=@$HOST_LDCONFIG" 1
+else
+        t_skip "--ldconfig=@/sbin/ldconfig" "the host's ldconfig is not a static ELF program"
+fi
+
 mountinfo_unchanged "host mount table unchanged after all runs and failures" "$T/mounts.before"
 t_done
