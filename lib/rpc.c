@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 
 #include <rpc/rpc.h>
 
@@ -27,8 +28,6 @@
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
 #include "nvml.h"
 #include "nvml_xdr.inc"
-#include "nvml_svc.inc"
-#include "nvml_clnt.inc"
 #pragma GCC diagnostic pop
 
 /* A reply can describe at most this many GPUs; more is a broken service, not a machine. */
@@ -276,33 +275,195 @@ bool_t gh_rpc_gpu_1_svc(u_int *index, gh_rpc_gpu_res *res, struct svc_req *req)
         return TRUE;
 }
 
-int gh_nvml_prog_1_freeresult(SVCXPRT *xprt, xdrproc_t xdr_result, caddr_t result)
+/* The server loop is written here rather than with libtirpc's svc_* layer: that layer drags in
+ * RPCSEC_GSS (svc_auth_gss), and so the whole Kerberos stack, into every gpu-cli start, for a
+ * protocol with two calls over a private socketpair.  Records and messages are still ONC RPC,
+ * encoded by libtirpc's xdrrec and xdr_callmsg/xdr_replymsg, so the client is plain clnt_vc. */
+static int rec_read(void *handle, void *buf, int len)
 {
-        xdr_free(xdr_result, result);
-        return 1;
+        int fd = *(int *) handle;
+        ssize_t n;
+
+        do
+                n = read(fd, buf, (size_t) len);
+        while (n < 0 && errno == EINTR);
+        return n <= 0 ? -1 : (int) n;
+}
+
+static int rec_write(void *handle, void *buf, int len)
+{
+        int fd = *(int *) handle;
+        for (int done = 0; done < len;) {
+                ssize_t n = write(fd, (char *) buf + done, (size_t) (len - done));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return -1;
+                done += (int) n;
+        }
+        return len;
 }
 
 void gh_rpc_serve(int fd)
 {
-        SVCXPRT *xprt = svc_fd_create(fd, 0, 0);
+        XDR x;
+        int sock = fd;
 
-        if (xprt == NULL || !svc_register(xprt, GH_NVML_PROG, GH_NVML_VERS, gh_nvml_prog_1, 0))
-                return;
+        xdrrec_create(&x, 0, 0, (char *) &sock, rec_read, rec_write);
         for (;;) {
-                struct pollfd p = { .fd = fd, .events = POLLIN };
-                if (poll(&p, 1, -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return;
+                char cred[2 * MAX_AUTH_BYTES];
+                struct rpc_msg call, reply;
+                gh_rpc_driver_res dres;
+                gh_rpc_gpu_res gres;
+                xdrproc_t result_proc = (xdrproc_t) (void (*)(void)) xdr_void;
+                void *result = NULL;
+                u_int index;
+
+                memset(&call, 0, sizeof(call));
+                call.rm_call.cb_cred.oa_base = cred;
+                call.rm_call.cb_verf.oa_base = cred + MAX_AUTH_BYTES;
+                x.x_op = XDR_DECODE;
+                if (!xdrrec_skiprecord(&x) || !xdr_callmsg(&x, &call) || call.rm_direction != CALL)
+                        break; /* EOF (the parent is done) or garbage: either way, stop */
+
+                memset(&reply, 0, sizeof(reply));
+                reply.rm_xid = call.rm_xid;
+                reply.rm_direction = REPLY;
+                reply.rm_reply.rp_stat = MSG_ACCEPTED;
+                reply.acpted_rply.ar_verf = _null_auth;
+                reply.acpted_rply.ar_stat = SUCCESS;
+                if (call.rm_call.cb_prog != GH_NVML_PROG) {
+                        reply.acpted_rply.ar_stat = PROG_UNAVAIL;
+                } else if (call.rm_call.cb_vers != GH_NVML_VERS) {
+                        reply.acpted_rply.ar_stat = PROG_MISMATCH;
+                        reply.acpted_rply.ar_vers.low = GH_NVML_VERS;
+                        reply.acpted_rply.ar_vers.high = GH_NVML_VERS;
+                } else {
+                        switch (call.rm_call.cb_proc) {
+                        case NULLPROC:
+                                break;
+                        case GH_RPC_DRIVER:
+                                memset(&dres, 0, sizeof(dres));
+                                gh_rpc_driver_1_svc(NULL, &dres, NULL);
+                                result_proc = (xdrproc_t) xdr_gh_rpc_driver_res;
+                                result = &dres;
+                                break;
+                        case GH_RPC_GPU:
+                                if (!xdr_u_int(&x, &index)) {
+                                        reply.acpted_rply.ar_stat = GARBAGE_ARGS;
+                                        break;
+                                }
+                                memset(&gres, 0, sizeof(gres));
+                                gh_rpc_gpu_1_svc(&index, &gres, NULL);
+                                result_proc = (xdrproc_t) xdr_gh_rpc_gpu_res;
+                                result = &gres;
+                                break;
+                        default:
+                                reply.acpted_rply.ar_stat = PROC_UNAVAIL;
+                        }
                 }
-                /* svc_getreq_common destroys the transport (closing fd) on EOF: then POLLNVAL. */
-                if (p.revents & POLLNVAL)
-                        return;
-                svc_getreq_common(fd);
+                reply.acpted_rply.ar_results.where = (caddr_t) result;
+                reply.acpted_rply.ar_results.proc = result_proc;
+                x.x_op = XDR_ENCODE;
+                bool ok = xdr_replymsg(&x, &reply) && xdrrec_endofrecord(&x, TRUE);
+                if (result != NULL)
+                        xdr_free(result_proc, (char *) result);
+                if (!ok)
+                        break;
         }
+        xdr_destroy(&x);
 }
 
 /* ---- client ---- */
+
+/* One call at a time over the socketpair, with a deadline per call: the child runs vendor code
+ * that may hang, and we must not.  (clnt_vc would do this too, but it links RPCSEC_GSS in.) */
+struct rpc_conn {
+        int fd;
+        XDR x;
+        int timeout_ms;
+        long deadline_ms;
+        bool timed_out;
+        u_int xid;
+};
+
+static long mono_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+static int conn_read(void *handle, void *buf, int len)
+{
+        struct rpc_conn *c = handle;
+        for (;;) {
+                struct pollfd p = { .fd = c->fd, .events = POLLIN };
+                long left = c->deadline_ms - mono_ms();
+                int r;
+
+                if (left <= 0) {
+                        c->timed_out = true;
+                        return -1;
+                }
+                r = poll(&p, 1, (int) left);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        return -1;
+                if (r == 0)
+                        continue; /* re-checks the deadline */
+                ssize_t n = read(c->fd, buf, (size_t) len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                return n <= 0 ? -1 : (int) n;
+        }
+}
+
+static int conn_write(void *handle, void *buf, int len)
+{
+        return rec_write(&((struct rpc_conn *) handle)->fd, buf, len);
+}
+
+static enum clnt_stat nvml_call(struct rpc_conn *c, u_int proc, xdrproc_t xargs, void *args, xdrproc_t xres, void *res)
+{
+        struct rpc_msg call, reply;
+        char verf[MAX_AUTH_BYTES];
+
+        memset(&call, 0, sizeof(call));
+        call.rm_xid = ++c->xid;
+        call.rm_direction = CALL;
+        call.rm_call.cb_rpcvers = RPC_MSG_VERSION;
+        call.rm_call.cb_prog = GH_NVML_PROG;
+        call.rm_call.cb_vers = GH_NVML_VERS;
+        call.rm_call.cb_proc = proc;
+        call.rm_call.cb_cred = _null_auth;
+        call.rm_call.cb_verf = _null_auth;
+        c->deadline_ms = mono_ms() + c->timeout_ms;
+        c->x.x_op = XDR_ENCODE;
+        if (!xdr_callmsg(&c->x, &call) || !xargs(&c->x, args) || !xdrrec_endofrecord(&c->x, TRUE))
+                return RPC_CANTSEND;
+
+        memset(&reply, 0, sizeof(reply));
+        reply.acpted_rply.ar_verf.oa_base = verf;
+        reply.acpted_rply.ar_results.where = res;
+        reply.acpted_rply.ar_results.proc = xres;
+        c->x.x_op = XDR_DECODE;
+        if (!xdrrec_skiprecord(&c->x))
+                return c->timed_out ? RPC_TIMEDOUT : RPC_CANTRECV;
+        if (!xdr_replymsg(&c->x, &reply)) {
+                xdr_free(xres, res);
+                return c->timed_out ? RPC_TIMEDOUT : RPC_CANTDECODERES;
+        }
+        if (reply.rm_xid != call.rm_xid || reply.rm_reply.rp_stat != MSG_ACCEPTED ||
+            reply.acpted_rply.ar_stat != SUCCESS) {
+                xdr_free(xres, res);
+                return reply.rm_reply.rp_stat != MSG_ACCEPTED ? RPC_AUTHERROR
+                       : reply.acpted_rply.ar_stat == PROC_UNAVAIL ? RPC_PROCUNAVAIL
+                                                                   : RPC_CANTDECODERES;
+        }
+        return RPC_SUCCESS;
+}
 
 static int call_failed(enum clnt_stat st, const char *what, int timeout_ms, gh_error_t *err)
 {
@@ -354,14 +515,14 @@ static int convert_gpu(const gh_rpc_gpu *r, unsigned index, struct gh_gpu *gpu, 
         return 0;
 }
 
-static int fetch(CLIENT *clnt, int timeout_ms, struct gh_gpu_list *list, gh_error_t *err)
+static int fetch(struct rpc_conn *clnt, int timeout_ms, struct gh_gpu_list *list, gh_error_t *err)
 {
         gh_rpc_driver_res dres;
         enum clnt_stat st;
         int r = 0;
 
         memset(&dres, 0, sizeof(dres));
-        st = gh_rpc_driver_1(NULL, &dres, clnt);
+        st = nvml_call(clnt, GH_RPC_DRIVER, (xdrproc_t) (void (*)(void)) xdr_void, NULL, (xdrproc_t) xdr_gh_rpc_driver_res, &dres);
         if (st != RPC_SUCCESS)
                 return call_failed(st, "the driver version", timeout_ms, err);
         if (dres.status != 0) {
@@ -391,7 +552,7 @@ static int fetch(CLIENT *clnt, int timeout_ms, struct gh_gpu_list *list, gh_erro
 
                 memset(&gres, 0, sizeof(gres));
                 snprintf(what, sizeof(what), "GPU %u", i);
-                st = gh_rpc_gpu_1(&i, &gres, clnt);
+                st = nvml_call(clnt, GH_RPC_GPU, (xdrproc_t) xdr_u_int, &i, (xdrproc_t) xdr_gh_rpc_gpu_res, &gres);
                 if (st != RPC_SUCCESS)
                         return call_failed(st, what, timeout_ms, err);
                 if (gres.status != 0)
@@ -410,23 +571,14 @@ static int fetch(CLIENT *clnt, int timeout_ms, struct gh_gpu_list *list, gh_erro
 
 int gh_rpc_fetch(int fd, int timeout_ms, struct gh_gpu_list *list, gh_error_t *err)
 {
-        struct sockaddr_un peer = { .sun_family = AF_UNIX };
-        struct netbuf addr = { .maxlen = sizeof(peer), .len = sizeof(sa_family_t), .buf = &peer };
-        struct timeval tv;
-        CLIENT *clnt;
+        struct rpc_conn c = { .fd = fd };
         int r;
 
         memset(list, 0, sizeof(*list));
-        if (timeout_ms <= 0)
-                timeout_ms = DEFAULT_TIMEOUT_MS;
-        clnt = clnt_vc_create(fd, &addr, GH_NVML_PROG, GH_NVML_VERS, 0, 0);
-        if (clnt == NULL)
-                return gh_err(err, 0, "connecting to the NVML service: %s", clnt_spcreateerror("clnt_vc_create"));
-        tv.tv_sec = timeout_ms / 1000;
-        tv.tv_usec = (timeout_ms % 1000) * 1000;
-        clnt_control(clnt, CLSET_TIMEOUT, (char *) &tv);
-        r = fetch(clnt, timeout_ms, list, err);
-        clnt_destroy(clnt); /* leaves fd open: the caller owns it */
+        c.timeout_ms = timeout_ms <= 0 ? DEFAULT_TIMEOUT_MS : timeout_ms;
+        xdrrec_create(&c.x, 0, 0, (char *) &c, conn_read, conn_write);
+        r = fetch(&c, c.timeout_ms, list, err);
+        xdr_destroy(&c.x); /* leaves fd open: the caller owns it */
         if (r < 0)
                 gh_gpu_list_free(list);
         return r;
