@@ -35,17 +35,18 @@ step_failed() {
         summary+="$1: FAILED (see $2)"$'\n'
 }
 
-# tally DIR: per-suite table on stdout, then a last line "P F S".
-tally() {
-        python3 - "$1" <<'EOF'
+# tally DIR [LOG]: per-suite table on stdout, then a last line "P F S".
+tally() { tally_file "$1" testlog.json; }
+tally_file() {
+        python3 - "$1" "$2" <<'EOF'
 import collections, json, re, sys
 
-builddir = sys.argv[1]
+builddir, logname = sys.argv[1], sys.argv[2]
 point = re.compile(r"^(not )?ok\b[^#]*(#\s*(\w+))?", re.I)
 rows = collections.OrderedDict()
 total = [0, 0, 0]
 try:
-    lines = open(f"{builddir}/meson-logs/testlog.json").read().splitlines()
+    lines = open(f"{builddir}/meson-logs/{logname}").read().splitlines()
 except OSError:
     lines = []
 for line in lines:
@@ -133,6 +134,19 @@ fi
 start=$SECONDS
 run_build "main build" "$BUILD" --
 run_build "asan+ubsan build (unit)" "$ASAN_BUILD" -Db_sanitize=address,undefined -- --suite unit
+# The integration suite again with openat2 and the new mount API failing with ENOSYS (seccomp, like
+# crun's tests/no_openat2.c): every fallback path, end to end, under real runtimes.
+if [ "$(id -u)" -eq 0 ] && [ -x "$BUILD/tests/helpers/no-new-mount-api" ]; then
+        echo "=== integration suite under tests/helpers/no-new-mount-api"
+        GH_EXPECT_NO_MOUNT_API=1 meson test -C "$BUILD" --suite integration --num-processes "$JOBS" \
+                --wrapper "$ROOT/$BUILD/tests/helpers/no-new-mount-api" --logbase testlog-no-new-mount-api \
+                --print-errorlogs
+        out=$(tally_file "$BUILD" testlog-no-new-mount-api.json) || out="- 0 1 0"
+        printf '%s\n' "$out" | sed '$d'
+        read -r p f s <<<"$(printf '%s\n' "$out" | tail -n 1)"
+        passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+        summary+="integration without openat2/new mount API: $p passed, $f failed, $s skipped"$'\n'
+fi
 # libFuzzer smoke: every target for a short fixed time over its seed corpus (tests/fuzz/README.md).
 if command -v clang >/dev/null 2>&1; then
         CC=clang run_build "fuzz build (clang, libFuzzer smoke)" "${GH_TEST_FUZZ_BUILD:-build-tests-fuzz}" \

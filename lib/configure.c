@@ -364,6 +364,17 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         /* open_tree(OPEN_TREE_CLONE) needs CAP_SYS_ADMIN: the mount phase's capabilities. */
         if (gh_caps_enter(GH_PHASE_MOUNT, err) < 0 || gh_plan_open_sources(&plan, droot, o->root, err) < 0)
                 goto out;
+        /* A host mount can reach an already pivoted container only as a detached clone. */
+        if (ns.pivoted) {
+                for (size_t i = 0; i < plan.n; i++) {
+                        if (plan.items[i].source.fd >= 0 && !plan.items[i].source.detached) {
+                                gh_err(err, ENOSYS,
+                                       "container %d is already running and open_tree/move_mount are not available here (Linux 5.2+, not blocked by seccomp): configure it from a createRuntime or prestart hook instead",
+                                       (int) o->pid);
+                                goto out;
+                        }
+                }
+        }
         t->plan_us = now_us() - t1;
 
         /* Enter: from here on we are inside the container's mount namespace. */

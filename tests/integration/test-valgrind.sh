@@ -66,7 +66,7 @@ if [ -n "$PID" ]; then
         $VG "$GPU_CLI" --root="$DRV" configure --pid="$PID" --device=0 --utility "$T/rootfs2" >"$T/vg.out" 2>&1
         rc=$?
         t_is "$rc" 1 "configure into a running container without the new mount API: a clean refusal, no memory error" || cat "$T"/vg.*.log | head -n 20 | sed 's/^/#   /'
-        t_match "$(cat "$T/vg.out")" 'open_tree' "... naming what is missing"
+        t_match "$(cat "$T/vg.out")" 'open_tree/move_mount are not available' "... naming what is missing"
         rm -f "$T"/vg.*.log
         $VG "$GPU_CLI" --root="$DRV" configure --pid="$PID" --device=7 --utility "$T/rootfs2" >/dev/null 2>&1
         t_is "$?" 1 "a failing configure exits 1 under valgrind (not 99: no memory error on the error path)"
