@@ -8,12 +8,14 @@
 #   bin/gpu-cli, bin/gpu-hook   release build of this tree
 #   bin/runc                    Debian's runc 1.1.5
 #   bin/busybox, bin/time       static busybox for the rootfs; GNU time for peak RSS
-#   lib/                        every non-glibc shared library those need (ldd), e.g. libelf, libz,
-#                               libzstd, libtirpc, libgssapi_krb5 and its krb5 libs, libcap, libjansson,
-#                               libseccomp
+#   lib/                        every non-glibc shared library those need (ldd).  gpu-cli and gpu-hook
+#                               link libtirpc, libelf, libcap and jansson statically (meson option
+#                               static_deps, on by default) and need only glibc; what remains is
+#                               runc's libseccomp.  With -Dstatic_deps=false the list grows to libelf,
+#                               libz, libtirpc, the krb5 libraries, libcap, libjansson.
 #   tests/, bench/              the scripts, in case the tree there is older
 #
-# How the binaries find lib/: an RPATH, not a wrapper script.  runc executes the hook's path from
+# How binaries find lib/ (when they need it): an RPATH, not a wrapper script.  runc executes the hook's path from
 # config.json directly, so a wrapper would add a shell start to every measured container start, and
 # it would need LD_LIBRARY_PATH, which then leaks into everything the hook executes (gpu-hook must run
 # its children with a fixed environment, SECURITY.md rule 4).  It is DT_RPATH (--force-rpath), not
