@@ -260,8 +260,11 @@ int gh_resolve(int rootfd, const char *path, int oflags, gh_error_t *err)
         if (oflags & O_CREAT)
                 return gh_err(err, EINVAL, "resolving %s: O_CREAT is not allowed here", path);
         fd = resolve_fd(rootfd, path, oflags, 0, 0);
-        if (fd < 0)
-                return gh_err(err, -fd, "opening %s inside the container root", path);
+        if (fd < 0) {
+                /* The same resolver serves container roots and driver roots: name the root. */
+                _cleanup_free_ char *root = gh_fd_path(rootfd);
+                return gh_err(err, -fd, "opening %s under %s", path, root ? root : "the root");
+        }
         return fd;
 }
 
