@@ -333,6 +333,31 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
+# gpu-cli configure by hand into a container that already runs (pivoted): open_tree + setns +
+# move_mount on the real driver, then CUDA and nvidia-smi through `runc exec`.
+if [ $HAVE_GPU = 1 ] && gh_cli_has configure; then
+        r=$(new_rootfs manual)
+        make_bundle "$T/b-manual" "$r" /bin/sleep 120
+        RID=gh-manual-$$
+        timeout 30 "$RUNC" --root "$T_RUNC_ROOT" run -d -b "$T/b-manual" "$RID" </dev/null >/dev/null 2>"$T/manual.err"
+        MPID=$("$RUNC" --root "$T_RUNC_ROOT" state "$RID" 2>/dev/null | sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')
+        if [ -n "$MPID" ]; then
+                t_ok "manual: gpu-cli configure --pid into a running container" \
+                        "$GPU_CLI" configure --pid="$MPID" --device=0 --compute --utility "$r"
+                OUT=$(timeout 60 "$RUNC" --root "$T_RUNC_ROOT" exec "$RID" /usr/local/bin/vector_add 2>&1)
+                t_match "$OUT" '^vector_add: PASS' "manual: vector_add passes in the running container"
+                OUT=$(timeout 60 "$RUNC" --root "$T_RUNC_ROOT" exec "$RID" nvidia-smi -L 2>&1)
+                t_match "$OUT" '^GPU 0: ' "manual: nvidia-smi -L works in the running container"
+        else
+                t_fail "manual: start a detached container"
+                t_diag_file "$T/manual.err"
+        fi
+        "$RUNC" --root "$T_RUNC_ROOT" delete -f "$RID" >/dev/null 2>&1
+else
+        t_skip "manual: configure into a running container" "${NO_GPU:-configure not landed}"
+fi
+
+# ---------------------------------------------------------------------------------------------
 passed=$((T_COUNT - T_FAILED - T_SKIPPED))
 nl=$(IFS=,; echo "${NOT_LANDED[*]:-}")
 echo "# gpu acceptance: $passed passed, $T_FAILED failed, $T_SKIPPED skipped${nl:+ (not landed: ${nl//,/, })}"
