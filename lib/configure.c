@@ -313,10 +313,13 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         dopts.no_persistenced = o->no_persistenced;
         dopts.no_fabricmanager = o->no_fabricmanager;
         dopts.no_gsp_firmware = o->no_gsp_firmware;
+        long td = now_us();
         if (gh_driver_discover(droot, &dopts, &drv, err) < 0) {
                 ret = (*err && (*err)->code == GH_DRIVER_ENODRIVER) ? GH_CONFIGURE_NO_DRIVER : -1;
                 goto out;
         }
+        gh_debug("discover: driver files %ld us", now_us() - td);
+        td = now_us();
         if (gh_select_parse(o->device, &req, err) < 0)
                 goto out;
         if (o->device != NULL && !req.is_void && (req.all || req.n > 0 || o->nrequires > 0)) {
@@ -337,6 +340,7 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
                 }
         }
         t1 = now_us();
+        gh_debug("discover: GPUs, selection, requirements %ld us", t1 - td);
         t->discover_us = t1 - t0;
 
         /* Plan: decide every target and open every source while still on the host. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "capability.h"
@@ -506,6 +507,13 @@ void gh_driver_free(struct gh_driver *driver)
         free(driver);
 }
 
+static long now_us(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
+}
+
 int gh_driver_discover(int rootfd, const struct gh_driver_opts *opts, struct gh_driver **out, gh_error_t *err)
 {
         static const struct gh_driver_opts defaults = { .caps = GH_CAP_ALL & ~GH_CAP_COMPAT32 };
@@ -520,15 +528,22 @@ int gh_driver_discover(int rootfd, const struct gh_driver_opts *opts, struct gh_
         c.d = calloc(1, sizeof(*c.d));
         if (c.d == NULL)
                 return gh_err(err, ENOMEM, "discovering the driver");
+        long t[5] = { now_us() };
         r = read_version(&c, err);
         if (r == 0)
                 r = find_libraries(&c, err);
+        t[1] = now_us();
         if (r == 0)
                 r = find_binaries(&c, err);
+        t[2] = now_us();
         if (r == 0 && !c.opts->no_gsp_firmware)
                 r = find_firmware(&c, err);
+        t[3] = now_us();
         if (r == 0)
                 r = find_ipcs(&c, err);
+        t[4] = now_us();
+        gh_debug("driver discovery: libraries %ld us, programs %ld us, firmware %ld us, ipcs %ld us",
+                 t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3]);
         free(c.ml_dir);
         if (r < 0) {
                 gh_driver_free(c.d);

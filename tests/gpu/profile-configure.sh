@@ -16,5 +16,5 @@ EOF
 chmod 755 "$T/hook"
 bundle_add_hook "$T/b" createRuntime "$T/hook"
 for i in $(seq "$N"); do run_runc "$T/b" prof || { echo "$RUN_STDERR"; exit 1; }; done
-grep "configure done" "$T/cli.log" | sed 's/.*configure done/configure done/'
+grep -E "configure done|discover|driver discovery" "$T/cli.log" | sed "s/^.*debug: //"
 echo "injected items per run: $(grep -c 'injected' "$T/cli.log") / $N"
