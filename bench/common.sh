@@ -141,3 +141,20 @@ sys.exit(rc)' "$T/.rss" "$@" || return 1
         fi
         tail -n 1 "$T/.rss"
 }
+
+# bench_runc_baselines ROOTFS: the rows every start-up table is read against: `runc run /bin/true`
+# without a hook (the baseline of the ratios) and with /bin/true as its createRuntime hook (what
+# runc itself spends on any hook: fork, exec, state on stdin, wait).
+bench_runc_baselines() {
+        make_bundle "$T/plain" "$1" /bin/true
+        if bench_runc "$T/plain"; then
+                bench_row "runc run /bin/true, no hook (baseline)" baseline
+        else
+                bench_note "runc run /bin/true, no hook (baseline)" "failed: $BENCH_ERR"
+        fi
+        make_bundle "$T/truehook" "$1" /bin/true
+        bundle_add_hook "$T/truehook" createRuntime /bin/true
+        if bench_runc "$T/truehook"; then
+                bench_row "runc run /bin/true, /bin/true as a createRuntime hook (runc's hook cost)"
+        fi
+}

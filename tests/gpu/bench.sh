@@ -47,18 +47,7 @@ echo "# gpu-hook on $(nvidia-smi --query-gpu=name,driver_version --format=csv,no
         echo 'no GPU'), $(date -u +%Y-%m-%d), $(nproc) cores, $("$RUNC" --version | head -n 1)"
 echo
 
-make_bundle "$T/plain" "$T/rootfs" /bin/true
-if bench_runc "$T/plain"; then
-        bench_row "runc run /bin/true, no hook (baseline)" baseline
-else
-        bench_note "runc run /bin/true, no hook (baseline)" "failed: $BENCH_ERR"
-fi
-# What runc itself spends on any hook (fork, exec, state on stdin, wait): /bin/true as the hook.
-make_bundle "$T/truehook" "$T/rootfs" /bin/true
-bundle_add_hook "$T/truehook" createRuntime /bin/true
-if bench_runc "$T/truehook"; then
-        bench_row "runc run /bin/true, /bin/true as a createRuntime hook (runc's hook cost)"
-fi
+bench_runc_baselines "$T/rootfs"
 
 # hook_bundle NAME ENV...: a /bin/true bundle with gpu-hook as its createRuntime hook.
 hook_bundle() {

@@ -19,6 +19,7 @@
 #include "lib/ldcache.h"
 #include "lib/rootfs.h"
 #include "tests/tap.h"
+#include "tests/testutil.h"
 
 #define VER "580.95.05"
 #define L64 "/usr/lib/x86_64-linux-gnu"
@@ -26,20 +27,6 @@
 #define NV "/usr/local/nvidia"
 
 static char T[256], R[300];
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-        char cmd[8192];
-        va_list ap;
-        int st;
-
-        va_start(ap, fmt);
-        vsnprintf(cmd, sizeof(cmd), fmt, ap);
-        va_end(ap);
-        st = system(cmd);
-        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static void test_version_parsing(void)
 {

@@ -10,22 +10,9 @@
 #include "lib/cleanup.h"
 #include "lib/elf.h"
 #include "tests/tap.h"
+#include "tests/testutil.h"
 
 static char T[256];
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-        char cmd[4096];
-        va_list ap;
-        int st;
-
-        va_start(ap, fmt);
-        vsnprintf(cmd, sizeof(cmd), fmt, ap);
-        va_end(ap);
-        st = system(cmd);
-        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* Checks T/name as a library; returns 0 when accepted, with the error text in why[]. */
 static int lib_check(const char *name, bool compat32, struct gh_elf_lib *out, char *why, size_t size)

@@ -14,22 +14,9 @@
 #include "lib/cleanup.h"
 #include "lib/ldcache.h"
 #include "tests/tap.h"
+#include "tests/testutil.h"
 
 static char T[256];
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-        char cmd[4096];
-        va_list ap;
-        int st;
-
-        va_start(ap, fmt);
-        vsnprintf(cmd, sizeof(cmd), fmt, ap);
-        va_end(ap);
-        st = system(cmd);
-        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static char *slurp_cmd(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *slurp_cmd(const char *fmt, ...)
