@@ -57,20 +57,6 @@ EOF
 # gpu-cli's own error lines in the runtime's output.
 cli_errors() { printf '%s\n' "$RUN_STDERR" | grep -o 'gpu-cli: .*' | sed 's/\\n.*//'; }
 
-# mounts_same DESC BEFORE: mountinfo_unchanged, blind to other test runs' private temp dirs.
-other_tests_out() {
-        awk -v t="$T" '{ mp = $3; if (mp ~ /^\/tmp\/gh-test\./ && mp != t && index(mp, t "/") != 1) next; print }'
-}
-mounts_same() {
-        local now=$T/.mounts.now
-        host_mountinfo_snapshot "$now"
-        if cmp -s <(other_tests_out <"$2") <(other_tests_out <"$now"); then
-                t_pass "$1"
-        else
-                t_fail "$1"
-                diff <(other_tests_out <"$2") <(other_tests_out <"$now") | head -n 20 | sed 's/^/#   /'
-        fi
-}
 
 # procs_in ROOT: processes whose root or cwd is ROOT or below (the NVML service is chrooted there).
 procs_in() {
@@ -200,7 +186,7 @@ if [ -x "$DENY" ]; then
                 t_match "$(cli_errors)" 'Operation not permitted' "EPERM from $sc: the error gives the reason"
                 t_is "$(cli_errors | wc -l)" 1 "EPERM from $sc: one error line"
                 t_diag "EPERM from $sc: $(cli_errors)"
-                mounts_same "EPERM from $sc: host mount table unchanged" "$T/mounts.case"
+                mountinfo_unchanged "EPERM from $sc: host mount table unchanged" "$T/mounts.case"
         done
         # Only the legacy mount(2) refused: the new API does the work, nothing falls back to it.
         new_container eperm-legacy-only
@@ -225,7 +211,7 @@ if [ -x "$NO_NEW_API" ]; then
                 run_runc "$BUNDLE" enosys
                 t_is "$RUN_RC" 0 "ENOSYS ($variant): the container starts" || t_diag "$(cli_errors)"
                 t_match "$(field smi)" '^GPU 0: ' "ENOSYS ($variant): nvidia-smi -L lists the GPU"
-                mounts_same "ENOSYS ($variant): host mount table unchanged" "$T/mounts.case"
+                mountinfo_unchanged "ENOSYS ($variant): host mount table unchanged" "$T/mounts.case"
         done
         if [ -x "$DENY" ]; then
                 new_container enosys-fsopen
@@ -253,7 +239,7 @@ t_match "$(cli_errors)" 'ld\.so\.cache.*No space left on device' "ENOSPC: the er
 t_is "$(cli_errors | wc -l)" 1 "ENOSPC: one error line"
 t_is "$(cd "$ROOTFS/etc" && ls -lA --time-style=full-iso && md5sum ld.so.cache)" "$ETC_BEFORE" \
         "ENOSPC: the image's /etc is as it was (no temporary file left, old cache intact)"
-mounts_same "ENOSPC: host mount table unchanged" "$T/mounts.case"
+mountinfo_unchanged "ENOSPC: host mount table unchanged" "$T/mounts.case"
 umount "$ROOTFS/etc"
 
 # --- 6. SIGKILL at random points of configure into a running container
@@ -327,12 +313,12 @@ t_is "${R[2]}" 0 "SIGKILL: no process outlived a killed gpu-cli (the NVML servic
 sleep 0.3
 t_is "$(procs_in "$DRV")" "" "SIGKILL: no NVML service or other process left in the driver root"
 t_is "$(pgrep -f -- "--root=$DRV configure" | tr '\n' ' ')" "" "SIGKILL: no gpu-cli left running"
-mounts_same "SIGKILL: host mount table unchanged" "$T/mounts.case"
+mountinfo_unchanged "SIGKILL: host mount table unchanged" "$T/mounts.case"
 OUT=$(reaped "$GPU_CLI" --root="$DRV" configure --pid="$DPID" --device=0 --compute --utility "$ROOTFS" 2>&1)
 t_match "$OUT" '^reaped: 0 ' "SIGKILL: a configure afterwards still succeeds" || t_diag "$OUT"
 OUT=$(timeout 20 "$RUNC" --root "$T_RUNC_ROOT" exec "$DID" nvidia-smi -L 2>&1)
 t_match "$OUT" '^GPU 0: ' "SIGKILL: the container sees its GPU afterwards"
 stop_detached
 
-mounts_same "host mount table unchanged after every case" "$T/mounts.before"
+mountinfo_unchanged "host mount table unchanged after every case" "$T/mounts.before"
 t_done

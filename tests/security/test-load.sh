@@ -25,10 +25,7 @@ EOF
 
 # What accumulates when something leaks: host mounts (other test runs' temp dirs left out: the
 # machine may be shared), our cgroups, processes that still refer to our files.
-other_tests_out() {
-        awk -v t="$T" '{ mp = $3; if (mp ~ /^\/tmp\/gh-test\./ && mp != t && index(mp, t "/") != 1) next; print }'
-}
-count_mounts() { host_mountinfo_snapshot "$T/.m" && other_tests_out <"$T/.m" | wc -l; }
+count_mounts() { host_mountinfo_snapshot "$T/.m" && _gh_other_tests_out <"$T/.m" | wc -l; }
 count_cgroups() {
         find /sys/fs/cgroup/devices /sys/fs/cgroup/unified -mindepth 1 -type d 2>/dev/null | wc -l
 }
@@ -126,7 +123,7 @@ M1=$(count_mounts) C1=$(count_cgroups) P1=$(count_procs)
 t_diag "after: mounts $M0 -> $M1, cgroups (devices+unified) $C0 -> $C1, processes $P0 -> $P1"
 t_is "$M1" "$M0" "no host mount accumulated"
 if [ "$M1" != "$M0" ]; then
-        diff <(other_tests_out <"$T/mounts.before") <(host_mountinfo_snapshot "$T/.m2"; other_tests_out <"$T/.m2") | head | sed 's/^/#   /'
+        diff <(_gh_other_tests_out <"$T/mounts.before") <(host_mountinfo_snapshot "$T/.m2"; _gh_other_tests_out <"$T/.m2") | head | sed 's/^/#   /'
 fi
 t_is "$(our_cgroups)" 0 "no cgroup of these containers is left"
 t_is "$(our_procs)" "" "no process of these containers, gpu-hook or gpu-cli is left"
