@@ -170,11 +170,13 @@ static int read_version(struct ctx *c, gh_error_t *err)
         ssize_t n;
 
         fd = gh_resolve(c->rootfd, path, O_RDONLY, err);
+        if (fd < 0 && (*err)->code != ENOENT)
+                return -1; /* the resolver names the file and the system error */
         if (fd < 0) {
                 gh_error_free(err);
                 gh_err(err, 0, "no NVIDIA driver found: %s%s is missing; load the nvidia kernel module or pass the right --root",
                        c->root_prefix, path);
-                return gh_err_code(err, GH_DRIVER_ENODRIVER);
+                return gh_err_kind(err, GH_ERR_NO_DRIVER);
         }
         n = read(fd, text, sizeof(text));
         if (n < 0)

@@ -204,7 +204,7 @@ int gh_layout_named(const char *name, struct gh_layout *out, gh_error_t *err)
         else if (strcmp(name, "lib64") == 0)
                 set_layout(out, "/usr/lib64", "/usr/lib32");
         else
-                return gh_err(err, 0, "unknown layout '%s': use debian or lib64", name);
+                return gh_err(err, 0, "unknown layout '%s': use debian or lib64", name), gh_err_kind(err, GH_ERR_USAGE);
         return 0;
 }
 
@@ -484,8 +484,12 @@ int gh_plan_for_root(const char *driver_root, const char *ldcache, const char *p
 
         memset(out, 0, sizeof(*out));
         droot = gh_rootfs_open(driver_root, err);
-        if (droot < 0)
+        if (droot < 0) {
+                /* A root that does not exist has no driver either. */
+                if ((*err)->code == ENOENT || (*err)->code == ENOTDIR)
+                        gh_err_kind(err, GH_ERR_NO_DRIVER);
                 return gh_err_wrap(err, "driver root");
+        }
         gh_plan_driver_opts(req, ldcache, path, &dopts);
         if (gh_driver_discover(droot, &dopts, &drv, err) < 0)
                 return -1;

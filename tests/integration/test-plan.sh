@@ -163,4 +163,28 @@ chans=$(seq -s, 0 2048)
 t_is "$?" 2 "configure --dry-run refuses 2049 IMEX channels (usage), as the hook does"
 t_match "$(cat "$T/imex.err")" "more than 2048 IMEX channels" "the message says the limit"
 
+# "No driver" is a kind of error, not an errno: a driver version file that exists but fails to
+# open with a real ENODEV (a misc device node whose minor no driver registered) is a failure (exit
+# 1) naming the system's error; only a missing file is "no driver" (exit 3).
+bash "$MKROOT" "$T/drv-enodev" >/dev/null 2>&1
+minor=$(for m in $(seq 150 180); do grep -q "^ *$m " /proc/misc || { echo "$m"; break; }; done)
+rm -f "$T/drv-enodev/proc/driver/nvidia/version"
+if mknod "$T/drv-enodev/proc/driver/nvidia/version" c 10 "$minor" && ! head -c1 "$T/drv-enodev/proc/driver/nvidia/version" 2>"$T/enodev.probe"; then
+        t_match "$(cat "$T/enodev.probe")" "No such device" "misc 10:$minor opens with ENODEV here"
+        for cmd in "list" "configure --dry-run $T/template" "info --fast"; do
+                out=$("$GPU_CLI" --root="$T/drv-enodev" $cmd 2>&1 >/dev/null)
+                t_is "$?" 1 "ENODEV opening the version file: ${cmd%% *} exits 1, not 3 (no driver)"
+                t_match "$out" "No such device" "${cmd%% *}: the message says the system's error"
+        done
+else
+        t_fail "a misc device node that fails with ENODEV (10:$minor)"
+fi
+rm -f "$T/drv-enodev/proc/driver/nvidia/version"
+for cmd in "list" "configure --dry-run $T/template" "info --fast"; do
+        "$GPU_CLI" --root="$T/drv-enodev" $cmd >/dev/null 2>&1
+        t_is "$?" 3 "no version file: ${cmd%% *} exits 3 (no driver)"
+done
+"$GPU_CLI" --root="$T/nonexistent" list >/dev/null 2>&1
+t_is "$?" 3 "a --root that does not exist: list exits 3 (no driver)"
+
 t_done
