@@ -9,6 +9,7 @@
 #include "config.h" /* the build's: GPUHOOK_CLI_PATH */
 #include "hookconfig.h"
 #include "oci.h"
+#include "readfile.h"
 
 enum key_type { KEY_BOOL, KEY_STRING, KEY_PATH, KEY_OPT_STRING, KEY_OPT_PATH, KEY_LDCONFIG, KEY_NAMES, KEY_CAPS };
 
