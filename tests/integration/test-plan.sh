@@ -129,8 +129,7 @@ check 8gpu-mig "all, every capability" --device=all "${ALLCAPS[@]}"
 
 # --device=all on a driver with MIG instances gives every MIG device's capability nodes: the old
 # configure planned its devices without NVML and gave none of them, while list gave them.
-"$GPU_CLI" --root="${DRV[8gpu-mig]}" list --json --device=all --compute >"$T/mig.plan" 2>"$T/mig.err"
-want=$("$GH_PYTHON" -c 'import json,sys; print(sum(d["container_path"].startswith("/dev/nvidia-caps/") for d in json.load(open(sys.argv[1]))["devices"]))' "$T/mig.plan")
+want=$("$GPU_CLI" --root="${DRV[8gpu-mig]}" list --device=all | grep -c "^${DRV[8gpu-mig]}/dev/nvidia-caps/")
 run_listing mig-all "${DRV[8gpu-mig]}" --device=all --compute
 got=$(grep -c '^c /dev/nvidia-caps/' "$T/mig-all.txt")
 want_profile=$("$GH_PYTHON" -c 'import json,sys
@@ -142,7 +141,7 @@ t_is "$got" "$want" "8gpu-mig: configure --device=all gives the container those 
 # --user is parsed once, for every command: a bad one is a usage error before anything runs.
 for cmd in "info" "list" "configure --dry-run $T/template" "configure --pid=1 $T/template"; do
         out=$("$GPU_CLI" --root="${DRV[default]}" --user=65534:x $cmd 2>&1 >/dev/null)
-        t_is "$?" 2 "--user=65534:x before '${cmd%% *}${cmd#* }' is refused (exit 2)"
+        t_is "$?" 2 "--user=65534:x before '$cmd' is refused (exit 2)"
         t_match "$out" "65534:x" "--user=65534:x: the message names it"
         [ "${cmd%% *}" = info ] && continue
         sub=${cmd%% *}
