@@ -30,7 +30,7 @@ BUSYBOX=${BUSYBOX:-$(command -v busybox 2>/dev/null || echo /bin/busybox)}
 # Seconds before a container run is killed: a hung hook must fail the test, not hang the suite.
 GH_RUN_TIMEOUT=${GH_RUN_TIMEOUT:-60}
 GH_PYTHON=${GH_PYTHON:-$(if [ -x /usr/bin/python3 ]; then echo /usr/bin/python3; else echo python3; fi)}
-# A fixed PATH for hooks: they must not depend on what the caller had (SECURITY.md rule 4).
+# A fixed PATH for hooks: they must not depend on what the caller had (docs/threat-model.md#rule-4).
 GH_HOOK_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 # ---------------------------------------------------------------------------------------------
