@@ -259,6 +259,10 @@ int gh_ldscan_identify(int fd, const char *name, int *flag, char **soname, unsig
                 return 1;
         f.is64 = ehdr[EI_CLASS] == ELFCLASS64;
         r = identify_elf(&f, ehdr, flag, soname, isa_level, err);
+        /* An empty DT_SONAME would be an empty cache key (ldconfig writes one; ld.so can never look
+         * it up): such a file is not indexed. */
+        if (r == 0 && *soname != NULL && (*soname)[0] == '\0')
+                r = 1;
         if (r == 0 && file_flag != -1)
                 *flag = file_flag;
         if (r == 0 && *soname == NULL && (*soname = strdup(name)) == NULL)
