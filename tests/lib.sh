@@ -498,7 +498,7 @@ run_runc() {
 }
 
 # crun cannot run on a cgroup v1/v2 hybrid host with the v2 hierarchy mounted ("cgroups in hybrid mode
-# not supported"): run it in a private mount namespace without that mount (TESTBED.md).
+# not supported"): run it in a private mount namespace without that mount (crun 1.8 on Debian 12).
 _gh_crun_ns() {
         mkdir -p "$T_CRUN_ROOT"
         unshare -m sh -c 'umount /sys/fs/cgroup/unified 2>/dev/null; exec "$@"' sh \
@@ -519,7 +519,7 @@ run_crun() {
         _gh_finish_run
 }
 
-# Podman with private storage under $T (TESTBED.md): never the host's images, networks or hooks.
+# Podman with private storage under $T: never the host's images, networks or hooks.
 _gh_podman_global=()
 _gh_podman_setup() {
         mkdir -p "$T_PODMAN"/{root,runroot,tmp,net,hooks}
