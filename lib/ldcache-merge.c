@@ -58,57 +58,18 @@ static int read_container_cache(int rootfd, int procfd, struct gh_ldcache **cach
         return 0;
 }
 
-static const char *base_name(const char *p)
-{
-        const char *s = strrchr(p, '/');
-        return s ? s + 1 : p;
-}
-
-static bool same_dir(const char *a, const char *b)
-{
-        size_t la = (size_t) (base_name(a) - a), lb = (size_t) (base_name(b) - b);
-        return la == lb && strncmp(a, b, la) == 0;
-}
-
-static int add_injected(struct gh_ldcache_set *news, const char *key, const char *path, bool compat32,
-                        gh_error_t *err)
-{
-        struct gh_ldcache_entry e = {
-                .key = key,
-                .value = path,
-                .flags = compat32 ? GH_LDCACHE_FLAGS_I386 : GH_LDCACHE_FLAGS_X86_64,
-        };
-        return gh_ldcache_set_add(news, &e, err);
-}
-
-/* The plan's libraries, and the development links it creates: a symlink "libfoo.so" next to a
- * library whose SONAME starts with that name and that it points to is indexed under its own name,
- * which is ldconfig's rule (so dlopen("libcuda.so") finds it through the cache). */
+/* The plan's ld cache entries: its libraries by SONAME and its development links ("libcuda.so")
+ * under their own names (lib/plan.c). */
 static int injected_entries(const struct gh_plan *plan, struct gh_ldcache_set *news, gh_error_t *err)
 {
-        for (size_t i = 0; i < plan->nlibs; i++)
-                if (add_injected(news, plan->libs[i].soname, plan->libs[i].path, plan->libs[i].compat32, err) < 0)
+        for (size_t i = 0; i < plan->nlibs; i++) {
+                struct gh_ldcache_entry e = {
+                        .key = plan->libs[i].soname,
+                        .value = plan->libs[i].path,
+                        .flags = plan->libs[i].compat32 ? GH_LDCACHE_FLAGS_I386 : GH_LDCACHE_FLAGS_X86_64,
+                };
+                if (gh_ldcache_set_add(news, &e, err) < 0)
                         return -1;
-        for (size_t i = 0; i < plan->n; i++) {
-                const struct gh_item *it = &plan->items[i];
-                const char *name;
-                size_t len;
-
-                if (it->kind != GH_ITEM_SYMLINK || it->dst == NULL || it->target == NULL)
-                        continue;
-                name = base_name(it->dst);
-                len = strlen(name);
-                if (len < 3 || strcmp(name + len - 3, ".so") != 0)
-                        continue;
-                for (size_t j = 0; j < plan->nlibs; j++) {
-                        const char *soname = plan->libs[j].soname;
-                        if (same_dir(it->dst, plan->libs[j].path) && strcmp(base_name(it->target), soname) == 0 &&
-                            strncmp(soname, name, len) == 0) {
-                                if (add_injected(news, name, it->dst, plan->libs[j].compat32, err) < 0)
-                                        return -1;
-                                break;
-                        }
-                }
         }
         return 0;
 }
