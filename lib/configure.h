@@ -1,4 +1,4 @@
-/* `configure`: inject the driver into one container (REFERENCE §2-4, SECURITY rules 1-7).
+/* `configure`: inject the driver into one container (docs/architecture.md, docs/threat-model.md rules 1-7).
  *
  * Phases, each with its own capabilities (caps.h):
  *   discover  driver files (driver.h), GPUs (gpus.h; NVML only when needed), selection, requirements

@@ -5,7 +5,7 @@
  * the firmware and the service sockets.  Paths in the result are absolute paths INSIDE the root,
  * after every symlink was resolved (inside the root); prefix them with the root to get host paths.
  *
- * What is taken (REFERENCE §3):
+ * What is taken (docs/architecture.md#what-a-container-gets):
  *   libraries  cache entries named `<stem>.so` or `<stem>.so.*` for a stem of the capability table,
  *              x86-64 (and i386 with GH_CAP_COMPAT32), whose real file is named `*.so.<version>` and
  *              is an ELF shared object of that machine with a SONAME (non-GLVND libGL/libEGL/libGLES

@@ -356,15 +356,18 @@ out:
 }
 
 /* Links users expect next to the SONAME links: the development links of libcuda and
- * libnvidia-opticalflow (what dlopen("libcuda.so") finds), and libGLX_indirect for GLVND. */
+ * libnvidia-opticalflow (what dlopen("libcuda.so") finds), and libGLX_indirect for GLVND.  A
+ * development link also gets its own ld cache entry, as ldconfig gives it (docs/ldcache.md);
+ * libGLX_indirect.so.0 does not (its target's SONAME is another name). */
 static int plan_extra_links(struct gh_plan *plan, const char *dir, const char *soname, const char *file,
-                            gh_error_t *err)
+                            bool compat32, gh_error_t *err)
 {
         char dst[PATH_MAX];
 
         if (strcmp(soname, "libcuda.so.1") == 0 || strcmp(soname, "libnvidia-opticalflow.so.1") == 0) {
                 snprintf(dst, sizeof(dst), "%s/%.*s", dir, (int) (strlen(soname) - 2), soname);
-                if (gh_plan_add_symlink(plan, dst, soname, true, err) < 0)
+                if (gh_plan_add_symlink(plan, dst, soname, true, err) < 0 ||
+                    gh_plan_add_library(plan, base_name(dst), dst, compat32, err) < 0)
                         return -1;
         }
         if (strncmp(soname, "libGLX_nvidia.so.", 17) == 0) {
@@ -396,7 +399,7 @@ static int plan_libraries(struct gh_plan *plan, const struct gh_driver *drv, gh_
                         snprintf(link, sizeof(link), "%s", dst);
                 }
                 if (gh_plan_add_library(plan, f->soname, link, f->compat32, err) < 0 ||
-                    plan_extra_links(plan, dir, f->soname, file, err) < 0)
+                    plan_extra_links(plan, dir, f->soname, file, f->compat32, err) < 0)
                         return -1;
         }
         return 0;

@@ -1,4 +1,4 @@
-/* Requirement expressions (NVIDIA_REQUIRE_*, configure --require; REFERENCE §2).
+/* Requirement expressions (NVIDIA_REQUIRE_*, configure --require; docs/environment.md#requirement-expressions).
  *
  * "cuda>=11.0 brand=tesla,driver>=470": blank-separated alternatives are OR, comma-separated
  * conditions inside one alternative are AND.  Keys cuda, driver, arch, brand (any case); operators
