@@ -6,14 +6,12 @@
 . "${GH_SOURCE_DIR:?}/tests/lib.sh"
 t_need_root
 t_need_cmd runc
-gh_cli_has configure || t_skip_all "gpu-cli configure has not landed"
 MKROOT=$GH_SOURCE_DIR/tests/fake-driver/make-root.sh
-[ -f "$MKROOT" ] || t_skip_all "the fake driver has not landed"
 
 DRV=$T/drv
 DRVL=$T/drv-local
-bash "$MKROOT" "$DRV" >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_skip_all "make-root.sh failed"; }
-bash "$MKROOT" "$DRVL" --layout local >"$T/mkroot-l.log" 2>&1 || { t_diag_file "$T/mkroot-l.log"; t_skip_all "make-root.sh --layout local failed"; }
+bash "$MKROOT" "$DRV" >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_fatal "make-root.sh failed"; }
+bash "$MKROOT" "$DRVL" --layout local >"$T/mkroot-l.log" 2>&1 || { t_diag_file "$T/mkroot-l.log"; t_fatal "make-root.sh --layout local failed"; }
 CUDA_PROBE=$(find "$GH_BUILD_DIR/tests/fake-driver" -name cuda-probe -type f -perm -u+x | head -n1)
 
 # The fake root's GPUs as the driver describes them (not as our tool reports them), in bus-id order.
@@ -25,7 +23,7 @@ gpu_uuids() {
 }
 UUIDS=($(gpu_uuids "$DRV"))
 BUSIDS=($(ls "$DRV/proc/driver/nvidia/gpus" | sort))
-[ "${#UUIDS[@]}" -ge 2 ] || t_skip_all "the fake driver root has fewer than 2 GPUs"
+[ "${#UUIDS[@]}" -ge 2 ] || t_fatal "the fake driver root has fewer than 2 GPUs"
 
 # What the container runs: one line per fact, parsed by the checks below.
 PROBE='
