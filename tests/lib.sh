@@ -168,6 +168,19 @@ t_need_cmd() {
 
 have_cmd() { command -v "$1" >/dev/null 2>&1; }
 
+# t_case_wanted NAME: false when GH_TEST_CASES (comma-separated shell patterns) is set and matches
+# none of NAME.  tests/mutation/run.sh sets it to run a fast subset of a big table of cases; unset
+# (CI, by hand), every case runs.
+t_case_wanted() {
+        local p IFS=,
+        [ -n "${GH_TEST_CASES:-}" ] || return 0
+        for p in $GH_TEST_CASES; do
+                # shellcheck disable=SC2053
+                [[ $1 == $p ]] && return 0
+        done
+        return 1
+}
+
 # ---------------------------------------------------------------------------------------------
 # Temp dir and cleanup
 

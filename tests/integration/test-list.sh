@@ -167,4 +167,12 @@ t_match "$out" "ld.so.cache.*--ldcache" "no ld.so.cache: the message says --ldca
 out=$(ldconfig -r "$T/root-standard" -C /etc/other.cache 2>&1 && "$GPU_CLI" --root="$T/root-standard" --ldcache=/etc/other.cache list --libraries | wc -l)
 t_is "$out" 32 "--ldcache=FILE reads that cache inside the root"
 
+# A GPU's node with another GPU's device number (a stale or tampered /dev): refused, never listed
+# (configure would bind it and allow that number in the device cgroup).
+mknod_root=$T/root-standard
+rm -f "$mknod_root/dev/nvidia1" && mknod "$mknod_root/dev/nvidia1" c 195 0
+out=$("$GPU_CLI" --root="$mknod_root" --ldcache=/etc/other.cache list --device=1 2>&1)
+t_is "$?" 1 "/dev/nvidia1 with the number 195:0: list --device=1 fails"
+t_match "$out" 'nvidia1 has device number 195:0, expected 195:1' "... and the message names the node and both numbers"
+
 t_done

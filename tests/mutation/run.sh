@@ -75,11 +75,14 @@ if [ ! -f "$B/build.ninja" ]; then
 fi
 ninja -C "$B" >"$SCRATCH/build.log" 2>&1 || { echo "run.sh: the unmutated copy does not build" >&2; tail -n 20 "$SCRATCH/build.log"; exit 2; }
 
-# run_test NAME: one meson test; sets FAIL_LINE to its first failing test point.
+# run_test NAME[:CASES]: one meson test (CASES, comma-separated patterns, becomes GH_TEST_CASES:
+# a script that supports it runs only those cases); sets FAIL_LINE to its first failing test point.
 run_test() {
-        local name=$1 log=$B/meson-logs/testlog.txt
+        local name=${1%%:*} cases= log=$B/meson-logs/testlog.txt
+        [ "$name" = "$1" ] || cases=${1#*:}
         FAIL_LINE=
-        if meson test -C "$B" --no-rebuild -t "${GH_MUT_TIMEOUT_MULT:-3}" "$name" >"$SCRATCH/test.out" 2>&1; then
+        if GH_TEST_CASES=$cases meson test -C "$B" --no-rebuild -t "${GH_MUT_TIMEOUT_MULT:-3}" "$name" \
+                >"$SCRATCH/test.out" 2>&1; then
                 return 0
         fi
         FAIL_LINE=$(grep -m1 '^not ok' "$log" 2>/dev/null || true)
