@@ -21,12 +21,10 @@ struct cli_globals {
 };
 
 /* Each subcommand gets argv with argv[0] = its name, and returns the process exit status.
- * They are weak so the front end links while a subcommand has not landed yet. */
-int cmd_info(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
-int cmd_list(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
-int cmd_configure(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
-int cmd_cdi(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
-int cmd_doctor(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
+ * One file each (cli/NAME.c), listed in cli/meson.build and in main.c's table. */
+int cmd_info(int argc, char **argv, const struct cli_globals *g);
+int cmd_list(int argc, char **argv, const struct cli_globals *g);
+int cmd_configure(int argc, char **argv, const struct cli_globals *g);
 int cmd_mps(int argc, char **argv, const struct cli_globals *g);
 
 /* A request seeded from the global options (--user); gh_request_init()ed by the caller. */
