@@ -23,6 +23,9 @@ int cmd_list(int argc, char **argv, const struct cli_globals *g) __attribute__((
 int cmd_configure(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
 int cmd_cdi(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
 int cmd_doctor(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
+int cmd_ps(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
+int cmd_top(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
+int cmd_metrics(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
 
 /* Exit codes, documented in --help. */
 enum {

@@ -18,6 +18,9 @@ static void usage(FILE *out)
                 "  info        show the driver and the GPUs (--csv, --json)\n"
                 "  list        list the host files a container would get\n"
                 "  configure   inject the driver into a container: configure --pid=PID [OPTIONS] ROOTFS\n"
+                "  ps          the processes using each GPU and their containers (top: refreshed)\n"
+                "  metrics     GPU and per-container usage in Prometheus text format (--listen to serve it)\n"
+                "  doctor      check the host, or one container (--pid, --container), for GPU problems\n"
                 "\n"
                 "Global options:\n"
                 "  -r, --root=DIR         driver root (default /): ld.so.cache, PATH, /dev, /proc/driver/nvidia\n"
@@ -33,7 +36,7 @@ static void usage(FILE *out)
                 "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found, 4 requirement not met.\n");
 }
 
-static const char *const commands[] = { "info", "list", "configure", "cdi", "doctor" };
+static const char *const commands[] = { "info", "list", "configure", "cdi", "doctor", "ps", "top", "metrics" };
 
 static int (*command_fn(const char *name))(int, char **, const struct cli_globals *)
 {
@@ -47,6 +50,12 @@ static int (*command_fn(const char *name))(int, char **, const struct cli_global
                 return cmd_cdi;
         if (strcmp(name, "doctor") == 0)
                 return cmd_doctor;
+        if (strcmp(name, "ps") == 0)
+                return cmd_ps;
+        if (strcmp(name, "top") == 0)
+                return cmd_top;
+        if (strcmp(name, "metrics") == 0)
+                return cmd_metrics;
         return NULL;
 }
 

@@ -12,6 +12,7 @@
 
 #include "cleanup.h"
 #include "gpus.h"
+#include "usage.h"
 #include "log.h"
 #include "rootfs.h"
 #include "service.h"
@@ -189,8 +190,10 @@ void gh_gpu_list_free(struct gh_gpu_list *list)
 {
         if (list == NULL)
                 return;
-        for (size_t i = 0; i < list->n; i++)
+        for (size_t i = 0; i < list->n; i++) {
                 free(list->gpus[i].migs);
+                gh_gpu_usage_free(list->gpus[i].usage);
+        }
         free(list->gpus);
         memset(list, 0, sizeof(*list));
 }
