@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "gpuhook.h"
 #include "log.h"
+#include "service.h"
 
 static void usage(FILE *out)
 {
@@ -21,6 +22,7 @@ static void usage(FILE *out)
                 "  ps          the processes using each GPU and their containers (top: refreshed)\n"
                 "  metrics     GPU and per-container usage in Prometheus text format (--listen to serve it)\n"
                 "  doctor      check the host, or one container (--pid, --container), for GPU problems\n"
+                "  mps         MPS groups with per-group limits: mps start|stop|list\n"
                 "\n"
                 "Global options:\n"
                 "  -r, --root=DIR         driver root (default /): ld.so.cache, PATH, /dev, /proc/driver/nvidia\n"
@@ -36,7 +38,7 @@ static void usage(FILE *out)
                 "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found, 4 requirement not met.\n");
 }
 
-static const char *const commands[] = { "info", "list", "configure", "cdi", "doctor", "ps", "top", "metrics" };
+static const char *const commands[] = { "info", "list", "configure", "cdi", "doctor", "mps", "ps", "top", "metrics" };
 
 static int (*command_fn(const char *name))(int, char **, const struct cli_globals *)
 {
@@ -56,6 +58,8 @@ static int (*command_fn(const char *name))(int, char **, const struct cli_global
                 return cmd_top;
         if (strcmp(name, "metrics") == 0)
                 return cmd_metrics;
+        if (strcmp(name, "mps") == 0)
+                return cmd_mps;
         return NULL;
 }
 
@@ -68,7 +72,7 @@ int main(int argc, char **argv)
                 { "log-format", required_argument, NULL, 'L' }, { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },        { NULL, 0, NULL, 0 },
         };
-        struct cli_globals g = { .root = "/" };
+        struct cli_globals g = { .root = "/", .uid = (uid_t) -1, .gid = (gid_t) -1 };
         int (*fn)(int, char **, const struct cli_globals *);
         int c;
 
@@ -101,6 +105,15 @@ int main(int argc, char **argv)
         if (g.root[0] != '/') {
                 fprintf(stderr, "gpu-cli: --root '%s' must be an absolute path\n", g.root);
                 return CLI_EXIT_USAGE;
+        }
+        /* Parsed once here, so that every command refuses a bad --user the same way. */
+        if (g.user != NULL) {
+                gh_error_t err = NULL;
+                if (gh_service_parse_user(g.user, &g.uid, &g.gid, &err) < 0) {
+                        fprintf(stderr, "gpu-cli: %s\n", err->msg);
+                        gh_error_free(&err);
+                        return CLI_EXIT_USAGE;
+                }
         }
         if (g.debug != NULL && gh_log_open(g.debug, g.json_log) < 0) {
                 fprintf(stderr, "gpu-cli: cannot open debug file %s: %m; pass a writable --debug path\n", g.debug);
