@@ -26,7 +26,7 @@ int cmd_info(int argc, char **argv, const struct cli_globals *g) __attribute__((
 int cmd_list(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
 int cmd_configure(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
 int cmd_cdi(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
-int cmd_doctor(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
+int cmd_doctor(int argc, char **argv, const struct cli_globals *g);
 int cmd_ps(int argc, char **argv, const struct cli_globals *g);
 int cmd_top(int argc, char **argv, const struct cli_globals *g);
 int cmd_metrics(int argc, char **argv, const struct cli_globals *g);
