@@ -188,7 +188,7 @@ static void check_ldcache(const struct gh_plan *plan, unsigned caps, int crootfd
         gh_doctor_add(d, "ldcache", GH_CHECK_OK, NULL, NULL, "%s", ev[0] ? ev : "nothing to resolve for these capabilities");
 }
 
-static void check_proc_masked(pid_t pid, struct gh_doctor *d)
+static void check_proc_masked(pid_t pid, int crootfd, struct gh_doctor *d)
 {
         char path[64], line[4096];
         bool masked = false;
@@ -197,11 +197,15 @@ static void check_proc_masked(pid_t pid, struct gh_doctor *d)
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
                 char mnt[4096];
-                if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && strcmp(mnt, "/proc/driver/nvidia") == 0)
+                if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && (strcmp(mnt, "/proc/driver/nvidia") == 0 || strcmp(mnt, "/proc/driver") == 0))
                         masked = true;
         }
-        if (masked)
-                gh_doctor_add(d, "proc-masked", GH_CHECK_OK, NULL, NULL, "/proc/driver/nvidia is a separate mount in the container");
+        _cleanup_close_ int fd = gh_resolve(crootfd, "/proc/driver/nvidia", O_PATH, NULL);
+        if (!masked && fd < 0)
+                gh_doctor_add(d, "proc-masked", GH_CHECK_OK, NULL, NULL,
+                              "the container has no /proc/driver/nvidia (the host's procfs shows no driver to hide)");
+        else if (masked)
+                gh_doctor_add(d, "proc-masked", GH_CHECK_OK, NULL, NULL, "/proc/driver/nvidia is a separate (masking) mount in the container");
         else
                 gh_doctor_add(d, "proc-masked", GH_CHECK_WARN,
                               "The container sees the host's /proc/driver/nvidia: every GPU's details, not only its own.",
@@ -269,7 +273,7 @@ void gh_doctor_container(const struct gh_doctor_opts *o, pid_t pid, const char *
         check_devices(&plan, crootfd, pid, d);
         check_libraries(&plan, crootfd, d);
         check_ldcache(&plan, gh_request_caps(&req), crootfd, d);
-        check_proc_masked(pid, d);
+        check_proc_masked(pid, crootfd, d);
 out:
         gh_plan_free(&plan);
         gh_env_decision_free(&dec);
