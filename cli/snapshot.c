@@ -56,7 +56,7 @@ int cli_usage_load(const struct cli_globals *g, const struct cli_usage_opts *o, 
         }
         if (gh_gpus_driver_version(rootfd, version, sizeof(version), &err) < 0) {
                 fprintf(stderr, "gpu-cli: %s: %s\n", cmd, err->msg);
-                return err->code == ENOENT ? CLI_EXIT_NO_DRIVER : CLI_EXIT_FAILURE;
+                return err->code == ENOENT || err->code == ENOTDIR ? CLI_EXIT_NO_DRIVER : gh_error_exit_status(err);
         }
         if (gh_gpus_load(rootfd, &gopts, list, &err) < 0) {
                 fprintf(stderr, "gpu-cli: %s: %s; check the driver with 'gpu-cli doctor'\n", cmd, err->msg);

@@ -13,7 +13,11 @@
 
 #include "cleanup.h"
 #include "container.h"
+#include "gpus.h"
+#include "log.h"
+#include "usage.h"
 #include "oci.h"
+#include "readfile.h"
 
 #define CGROUP_TEXT_MAX (64u << 10)
 #define STATE_MAX (8u << 20)
@@ -346,4 +350,20 @@ int gh_container_find(const char *id, const char *const *state_roots, struct gh_
         if (kill(out->pid, 0) < 0 && errno == ESRCH)
                 return gh_err(err, ESRCH, "container %s is not running (its process %d is gone)", out->id, (int) out->pid);
         return 0;
+}
+
+void gh_usage_attribute(struct gh_gpu_list *list, const char *const *state_roots)
+{
+        for (size_t g = 0; g < list->n; g++) {
+                struct gh_gpu_usage *u = list->gpus[g].usage;
+                for (size_t i = 0; u != NULL && i < u->nprocs; i++) {
+                        _cleanup_error_ gh_error_t err = NULL;
+                        struct gh_gpu_proc *p = &u->procs[i];
+                        if (gh_proc_owner(p->pid, state_roots, &p->owner, &err) < 0) {
+                                /* gone since NVML answered, or hidden: shown as a host process */
+                                gh_debug("attributing PID %d: %s", (int) p->pid, err->msg);
+                                p->owner = (struct gh_proc_owner) { .ns_pid = p->pid };
+                        }
+                }
+        }
 }

@@ -21,6 +21,7 @@
 #include "driver.h"
 #include "env.h"
 #include "oci.h"
+#include "readfile.h"
 #include "plan.h"
 #include "request.h"
 #include "require.h"
@@ -258,7 +259,7 @@ void gh_doctor_container(const struct gh_doctor_opts *o, pid_t pid, const char *
         gh_layout_detect(crootfd, &layout);
         if (gh_env_request(o->config, &dec, &req, &err) < 0 ||
             gh_plan_for_root(o->root, o->ldcache, NULL, &req, &layout, &plan, &err) < 0) {
-                bool unmet = err->code == GH_REQUIRE_UNMET;
+                bool unmet = gh_error_kind(err) == GH_ERR_REQUIREMENT;
                 gh_doctor_add(d, "requirements", GH_CHECK_FAIL,
                               unmet ? "The image requires a newer CUDA (or another GPU) than this driver and GPU provide."
                                     : "gpu-hook could not plan the injection for this container.",

@@ -21,6 +21,7 @@
 #include "gpus.h"
 #include "ldcache.h"
 #include "oci.h"
+#include "readfile.h"
 #include "rootfs.h"
 
 #define NVIDIA_MAJOR 195

@@ -239,19 +239,3 @@ int gh_usage_convert(const gh_rpc_usage *r, unsigned index, struct gh_gpu_usage 
         *out = u;
         return 0;
 }
-
-void gh_usage_attribute(struct gh_gpu_list *list, const char *const *state_roots)
-{
-        for (size_t g = 0; g < list->n; g++) {
-                struct gh_gpu_usage *u = list->gpus[g].usage;
-                for (size_t i = 0; u != NULL && i < u->nprocs; i++) {
-                        _cleanup_error_ gh_error_t err = NULL;
-                        struct gh_gpu_proc *p = &u->procs[i];
-                        if (gh_proc_owner(p->pid, state_roots, &p->owner, &err) < 0) {
-                                /* gone since NVML answered, or hidden: shown as a host process */
-                                gh_debug("attributing PID %d: %s", (int) p->pid, err->msg);
-                                p->owner = (struct gh_proc_owner) { .ns_pid = p->pid };
-                        }
-                }
-        }
-}

@@ -37,7 +37,7 @@ struct gh_gpu_usage {
 void gh_gpu_usage_free(struct gh_gpu_usage *u);
 
 struct gh_gpu_list;
-/* Fills every process's owner (container or host) from /proc.  state_roots: extra runtime state
+/* Fills every process's owner (container or host) from /proc (container.c).  state_roots: extra runtime state
  * directories to search for container ids (NULL-terminated, may be NULL). */
 void gh_usage_attribute(struct gh_gpu_list *list, const char *const *state_roots);
 
