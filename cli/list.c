@@ -23,7 +23,7 @@
 #define MAX_IMEX 64
 #define IMEX_CHANNEL_LIMIT (1u << 20)
 
-enum { SHOW_DEVICES = 1, SHOW_LIBRARIES = 2, SHOW_BINARIES = 4, SHOW_FIRMWARES = 8, SHOW_IPCS = 16 };
+enum { SHOW_DEVICES = 1, SHOW_LIBRARIES = 2, SHOW_BINARIES = 4, SHOW_FIRMWARES = 8, SHOW_IPCS = 16, SHOW_CONFIGS = 32 };
 
 static void usage(FILE *out)
 {
@@ -31,7 +31,8 @@ static void usage(FILE *out)
                 "Usage: gpu-cli [GLOBAL OPTIONS] list [OPTIONS]\n"
                 "\n"
                 "Lists the host files a GPU container would get from the driver under --root, one per line:\n"
-                "device nodes, then libraries, programs, firmware and IPC paths.  With --root other than /,\n"
+                "device nodes, then libraries, programs, firmware, IPC paths and the graphics loader files\n"
+                "(Vulkan ICD and layer, EGL vendor and platforms, application profiles).  With --root other than /,\n"
                 "paths are printed as seen from the host (root + path).\n"
                 "\n"
                 "  -d, --device=ID        also list the device nodes of these GPUs (all, indices, UUIDs, bus ids,\n"
@@ -40,6 +41,7 @@ static void usage(FILE *out)
                 "  -b, --binaries         list only programs\n"
                 "  -f, --firmwares        list only firmware files\n"
                 "  -i, --ipcs             list only IPC sockets and directories\n"
+                "      --configs          list only graphics loader files\n"
                 "      --compat32         include the 32-bit (i386) libraries\n"
                 "      --mig-config=ID    include the MIG configuration capability node\n"
                 "      --mig-monitor=ID   include the MIG monitoring capability node\n"
@@ -53,7 +55,9 @@ static void usage(FILE *out)
                 "    \"devices\": [ { \"path\", \"host_path\", \"major\": int, \"minor\": int } ],\n"
                 "    \"libraries\": [ { \"path\", \"host_path\", \"soname\", \"capability\", \"compat32\": bool } ],\n"
                 "    \"binaries\" | \"firmwares\": [ { \"path\", \"host_path\", \"capability\" } ],\n"
-                "    \"ipcs\": [ { \"path\", \"host_path\", \"type\": \"socket\"|\"directory\", \"capability\" } ] }\n"
+                "    \"ipcs\": [ { \"path\", \"host_path\", \"type\": \"socket\"|\"directory\", \"capability\" } ],\n"
+                "    \"configs\": [ { \"path\", \"host_path\", \"container_path\", \"kind\": \"vulkan_icd\"|\"vulkan_layer\"|\n"
+                "                   \"egl_vendor\"|\"egl_platform\"|\"application_profiles\", \"library\", \"capability\" } ] }\n"
                 "  \"path\" is inside the driver root; only the kinds asked for are present.\n"
                 "\n"
                 "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found under --root.\n");
@@ -93,13 +97,15 @@ static int parse_imex(const char *arg, struct list_opts *o)
 static int parse_args(int argc, char **argv, struct list_opts *o)
 {
         enum { OPT_COMPAT32 = 256, OPT_MIG_CONFIG, OPT_MIG_MONITOR, OPT_IMEX, OPT_NO_PERSISTENCED, OPT_NO_FABRICMANAGER,
-               OPT_NO_GSP, OPT_JSON, OPT_MPS };
+               OPT_NO_GSP, OPT_JSON, OPT_MPS,
+               OPT_CONFIGS };
         static const struct option opts[] = {
                 { "device", required_argument, NULL, 'd' },
                 { "libraries", no_argument, NULL, 'l' },
                 { "binaries", no_argument, NULL, 'b' },
                 { "firmwares", no_argument, NULL, 'f' },
                 { "ipcs", no_argument, NULL, 'i' },
+                { "configs", no_argument, NULL, OPT_CONFIGS },
                 { "compat32", no_argument, NULL, OPT_COMPAT32 },
                 { "mig-config", required_argument, NULL, OPT_MIG_CONFIG },
                 { "mig-monitor", required_argument, NULL, OPT_MIG_MONITOR },
@@ -121,6 +127,7 @@ static int parse_args(int argc, char **argv, struct list_opts *o)
                 case 'b': o->show |= SHOW_BINARIES; break;
                 case 'f': o->show |= SHOW_FIRMWARES; break;
                 case 'i': o->show |= SHOW_IPCS; break;
+                case OPT_CONFIGS: o->show |= SHOW_CONFIGS; break;
                 case OPT_COMPAT32: o->compat32 = true; break;
                 case OPT_MIG_CONFIG: o->mig_config = optarg; break;
                 case OPT_MIG_MONITOR: o->mig_monitor = optarg; break;
@@ -148,7 +155,7 @@ static int parse_args(int argc, char **argv, struct list_opts *o)
                 return CLI_EXIT_USAGE;
         }
         if (o->show == 0)
-                o->show = SHOW_DEVICES | SHOW_LIBRARIES | SHOW_BINARIES | SHOW_FIRMWARES | SHOW_IPCS;
+                o->show = SHOW_DEVICES | SHOW_LIBRARIES | SHOW_BINARIES | SHOW_FIRMWARES | SHOW_IPCS | SHOW_CONFIGS;
         o->driver.caps = GH_CAP_ALL & ~GH_CAP_COMPAT32;
         if (o->compat32)
                 o->driver.caps |= GH_CAP_COMPAT32;
@@ -285,12 +292,28 @@ static void emit_files(struct out *out, const char *section, const struct gh_dri
         }
 }
 
+static void emit_loader_files(struct out *out, const struct gh_loader_files *f)
+{
+        for (size_t i = 0; i < f->n; i++) {
+                const struct gh_loader_file *x = &f->v[i];
+                json_t *fields = NULL;
+                if (out->json) {
+                        fields = json_object();
+                        json_object_set_new(fields, "container_path", json_string(x->dst));
+                        json_object_set_new(fields, "kind", json_string(gh_loader_kind_name(x->kind)));
+                        json_object_set_new(fields, "library", x->library ? json_string(x->library) : json_null());
+                        json_object_set_new(fields, "capability", json_string(cap_name(x->cap)));
+                }
+                emit(out, "configs", x->path, fields);
+        }
+}
+
 /* Sections asked for but empty still appear in JSON, so scripts can index them. */
 static void ensure_sections(struct out *out, unsigned show)
 {
         static const struct { unsigned bit; const char *name; } sections[] = {
                 { SHOW_DEVICES, "devices" }, { SHOW_LIBRARIES, "libraries" }, { SHOW_BINARIES, "binaries" },
-                { SHOW_FIRMWARES, "firmwares" }, { SHOW_IPCS, "ipcs" },
+                { SHOW_FIRMWARES, "firmwares" }, { SHOW_IPCS, "ipcs" }, { SHOW_CONFIGS, "configs" },
         };
         for (size_t i = 0; i < GH_ARRAY_SIZE(sections); i++)
                 if ((show & sections[i].bit) && json_object_get(out->json, sections[i].name) == NULL)
@@ -357,6 +380,8 @@ int cmd_list(int argc, char **argv, const struct cli_globals *g)
                 emit_files(&out, "firmwares", &d->firmware);
         if (o.show & SHOW_IPCS)
                 emit_files(&out, "ipcs", &d->ipcs);
+        if (o.show & SHOW_CONFIGS)
+                emit_loader_files(&out, &d->loaders);
         r = CLI_EXIT_OK;
         if (out.json) {
                 char *text;

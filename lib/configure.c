@@ -122,6 +122,22 @@ static int plan_files(struct gh_plan *plan, const struct gh_driver *drv, gh_erro
         return 0;
 }
 
+/* The graphics loader files at the paths the loaders read, read-only.  A file that names its
+ * library by absolute path gets that library placed at that path too (after plan_libraries, so a
+ * SONAME link already planned there wins); a bare name resolves through the container's cache. */
+static int plan_loader_files(struct gh_plan *plan, const struct gh_driver *drv, gh_error_t *err)
+{
+        for (size_t i = 0; i < drv->loaders.n; i++) {
+                const struct gh_loader_file *f = &drv->loaders.v[i];
+                if (gh_plan_add(plan, GH_ITEM_FILE, f->path, f->dst, GH_MNT_FILE | GH_MNT_NOEXEC, err) < 0)
+                        return -1;
+                if (f->library_src != NULL &&
+                    gh_plan_add(plan, GH_ITEM_FILE, f->library_src, f->library, GH_MNT_FILE, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
 /* Loads the GPUs: the fast path unless something needs NVML's answers. */
 static int load_gpus(int droot, const struct gh_configure_opts *o, const struct gh_select_request *req,
                      struct gh_gpu_list *gpus, gh_error_t *err)
@@ -363,7 +379,8 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         }
 
         /* The rootfs is the same directory on the host: decide the library directory from it. */
-        if (plan_libraries(&plan, drv, ns.host_rootfs, err) < 0 || plan_files(&plan, drv, err) < 0)
+        if (plan_libraries(&plan, drv, ns.host_rootfs, err) < 0 || plan_files(&plan, drv, err) < 0 ||
+            plan_loader_files(&plan, drv, err) < 0)
                 goto out;
         /* open_tree(OPEN_TREE_CLONE) needs CAP_SYS_ADMIN: the mount phase's capabilities. */
         if (gh_caps_enter(GH_PHASE_MOUNT, err) < 0 || gh_plan_open_sources(&plan, droot, o->root, err) < 0)
