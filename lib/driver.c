@@ -34,7 +34,8 @@ static const struct {
         { "libcuda", GH_CAP_COMPUTE, 0 },
         { "libcudadebugger", GH_CAP_COMPUTE, 0 },
         { "libnvidia-opencl", GH_CAP_COMPUTE, 0 },
-        { "libnvidia-gpucomp", GH_CAP_COMPUTE, 0 },
+        /* NVIDIA's shared shader compiler: the GL and Vulkan cores use it as much as CUDA does. */
+        { "libnvidia-gpucomp", GH_CAP_COMPUTE | GH_CAP_GRAPHICS, 0 },
         { "libnvidia-ptxjitcompiler", GH_CAP_COMPUTE, 0 },
         { "libnvidia-fatbinaryloader", GH_CAP_COMPUTE, 0 },
         { "libnvidia-allocator", GH_CAP_COMPUTE, 0 },
@@ -104,10 +105,15 @@ static int table_index(const char *key)
         return -1;
 }
 
+static unsigned first_bit(unsigned mask)
+{
+        return mask & -mask;
+}
+
 unsigned gh_driver_library_cap(const char *key)
 {
         int i = table_index(key);
-        return i < 0 ? 0 : library_table[i].cap;
+        return i < 0 ? 0 : first_bit(library_table[i].cap);
 }
 
 bool gh_driver_name_has_version(const char *name, const char *version)
@@ -313,7 +319,8 @@ static int consider_library(struct ctx *c, const struct gh_ldcache_entry *e, int
         gh_debug("library %s (%s%s)", real, lib.soname, compat32 ? ", compat32" : "");
         soname = steal_pointer(&lib.soname);
         gh_elf_lib_free(&lib);
-        return add_file(&c->d->libs, steal_pointer(&real), soname, library_table[idx].cap, compat32, &st, err);
+        return add_file(&c->d->libs, steal_pointer(&real), soname, first_bit(library_table[idx].cap & c->caps), compat32,
+                        &st, err);
 }
 
 static int find_libraries(struct ctx *c, gh_error_t *err)
