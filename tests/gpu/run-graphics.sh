@@ -71,6 +71,11 @@ else
         CLI_ROOT=/
 fi
 t_diag "gpu-cli: $GPU_CLI; runc: $RUNC; programs: $GFX_BIN; debs: $DEBS; driver root: $CLI_ROOT"
+configs=$("$GPU_CLI" --root="$CLI_ROOT" --debug="$T/list.log" list --configs --json 2>&1)
+t_diag "gpu-cli list --configs --json:" "$configs"
+t_match "$configs" '"container_path": "/usr/share/vulkan/icd.d/nvidia_icd[^"]*\.json"' "gpu-cli list finds the driver's Vulkan ICD file" ||
+        t_diag "$(grep -iE 'loader|skipping /.*(json|-rc)' "$T/list.log")"
+t_match "$configs" '"container_path": "/usr/share/glvnd/egl_vendor.d/[^"]*nvidia[^"]*\.json"' "gpu-cli list finds the driver's EGL vendor file"
 
 # The image: rootfs template + loaders.  dpkg-deb -x into a staging directory first: the image's
 # /lib is a link to usr/lib, which unpacking straight into the rootfs could replace.
