@@ -155,6 +155,12 @@ static bool library_provided(int rootfd, const char *library, const struct gh_dr
                 *why = "is neither a bare library name nor a plain absolute path";
                 return false;
         }
+        /* Configure mounts the library at that path in the container: never into its kernel
+         * filesystems. */
+        if (strncmp(library, "/proc/", 6) == 0 || strncmp(library, "/sys/", 5) == 0 || strncmp(library, "/dev/", 5) == 0) {
+                *why = "is under /proc, /sys or /dev";
+                return false;
+        }
         fd = gh_resolve(rootfd, library, O_PATH, &e);
         if (fd < 0 || fstat(fd, &st) < 0) {
                 *why = "does not exist in the driver root";

@@ -72,7 +72,7 @@ else
 fi
 t_diag "gpu-cli: $GPU_CLI; runc: $RUNC; programs: $GFX_BIN; debs: $DEBS; driver root: $CLI_ROOT"
 configs=$("$GPU_CLI" --root="$CLI_ROOT" --debug="$T/list.log" list --configs --json 2>&1)
-t_diag "gpu-cli list --configs --json:" "$configs"
+t_diag "gpu-cli list --configs:" "$("$GPU_CLI" --root="$CLI_ROOT" list --configs 2>&1)"
 t_match "$configs" '"container_path": "/usr/share/vulkan/icd.d/nvidia_icd[^"]*\.json"' "gpu-cli list finds the driver's Vulkan ICD file" ||
         t_diag "$(grep -iE 'loader|skipping /.*(json|-rc)' "$T/list.log")"
 t_match "$configs" '"container_path": "/usr/share/glvnd/egl_vendor.d/[^"]*nvidia[^"]*\.json"' "gpu-cli list finds the driver's EGL vendor file"
@@ -118,11 +118,23 @@ cat >"$IMG/probe.sh" <<'EOS'
 for f in /usr/share/vulkan/icd.d/nvidia_icd.json /usr/share/glvnd/egl_vendor.d/10_nvidia.json; do
         if [ -f "$f" ]; then echo "file:$f:$(awk -v p="$f" '$5 == p { print $6 }' /proc/self/mountinfo)"; else echo "file:$f:absent"; fi
 done
+# Where the driver's entry libraries resolve, and what they need that the image lacks.
+for l in libGLX_nvidia.so.0 libEGL_nvidia.so.0; do
+        p=$(check-ldconfig -p | sed -n "s/^[[:space:]]*$l (libc6,x86-64) => //p" | head -n1)
+        echo "lib:$l:${p:-not in the ld cache}"
+        [ -n "$p" ] && /lib64/ld-linux-x86-64.so.2 --list "$p" 2>&1 | grep 'not found' | sed "s/^/missing:$l:/"
+done
 for p in vk-devices egl-devices gles-triangle; do
         timeout 120 /usr/local/bin/$p >/tmp/$p.out 2>&1
-        echo "rc:$p:$?"
+        rc=$?
+        echo "rc:$p:$rc"
+        [ $p = vk-devices ] && rc_vk=$rc
         sed "s/^/out:$p:/" /tmp/$p.out
 done
+# The Vulkan loader's own account when it found no NVIDIA driver (only with an ICD file present).
+if [ "$rc_vk" != 0 ] && [ -f /usr/share/vulkan/icd.d/nvidia_icd.json ]; then
+        VK_LOADER_DEBUG=error,warn,driver timeout 120 /usr/local/bin/vk-devices 2>&1 | tail -n 25 | sed 's/^/dbg:vk-devices:/'
+fi
 EOS
 chmod 755 "$IMG/probe.sh"
 
@@ -138,7 +150,7 @@ gfx_case() {
         run_runc "$T/b-$1" "$1"
         OUT=$RUN_STDOUT
         t_is "$RUN_RC" 0 "$1: the container runs" || t_diag "$RUN_STDERR"
-        printf '%s\n' "$OUT" | grep -E '^(file|rc|out):' | sed 's/^/# /'
+        printf '%s\n' "$OUT" | grep -E '^(file|lib|missing|rc|out|dbg):' | sed 's/^/# /'
 }
 get() { printf '%s\n' "$OUT" | sed -n "s|^$1:$2:||p" | head -n1; }
 outs() { printf '%s\n' "$OUT" | sed -n "s|^out:$1:||p"; }

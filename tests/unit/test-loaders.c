@@ -121,6 +121,8 @@ static void test_find(void)
         put("opt/nv/share/egl/egl_external_platform.d/15_nvidia_gbm.json", ICD("libnvidia-egl-gbm.so.1"));
         put("opt/nv/share/egl/egl_external_platform.d/20_nvidia_rel.json", ICD("../lib64/libGLX_nvidia.so.0"));
         put("opt/nv/share/egl/egl_external_platform.d/30_nvidia_other.json", ICD("/opt/nv/lib64/libEGL_nvidia.so.9"));
+        put("opt/nv/share/egl/egl_external_platform.d/40_nvidia_proc.json",
+            ICD("/proc/self/root/opt/nv/lib64/libEGL_nvidia.so.1.2.3"));
         memset(big, ' ', sizeof(big) - 1);
         big[sizeof(big) - 1] = '\0';
         memcpy(big, ICD("libGLX_nvidia.so.0"), strlen(ICD("libGLX_nvidia.so.0")));
@@ -150,6 +152,8 @@ static void test_find(void)
            "find: a relative library path: skipped");
         ok(find(&out, "/usr/share/egl/egl_external_platform.d/30_nvidia_other.json") == NULL,
            "find: an absolute path to a missing library: skipped");
+        ok(find(&out, "/usr/share/egl/egl_external_platform.d/40_nvidia_proc.json") == NULL,
+           "find: an absolute path under /proc: skipped");
         ok(find(&out, "/usr/share/vulkan/icd.d/nvidia_icd.big.json") == NULL, "find: over the size bound: skipped");
         ok(find(&out, "/usr/share/vulkan/icd.d/nvidia_icd.fifo.json") == NULL &&
            find(&out, "/usr/share/vulkan/icd.d/nvidia_icd.dir.json") == NULL, "find: a FIFO or directory: skipped (not opened)");
