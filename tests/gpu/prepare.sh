@@ -16,7 +16,8 @@
 #   graphics/                   the graphics test programs (tests/gpu/graphics/*.c, built against
 #                               Debian's loader headers; they need only the loaders and glibc)
 #   tests/, bench/              the scripts, in case the tree there is older
-# tests/gpu/run-graphics.sh there also needs the loader .debs, carried separately as .gl/ (see it).
+# tests/gpu/run-graphics.sh there also needs the loader .debs, carried separately as .gl/:
+# bash tests/gpu/graphics/fetch-debs.sh (here) writes them.
 #
 # How binaries find lib/ (when they need it): an RPATH, not a wrapper script.  runc executes the hook's path from
 # config.json directly, so a wrapper would add a shell start to every measured container start, and

@@ -2,8 +2,9 @@
 # Graphics on the real driver, TAP: Vulkan, EGL and headless OpenGL ES in containers started by runc
 # with gpu-hook.  Runs THERE (the GPU machine), as root, from the repo root, with the kit that
 # tests/gpu/prepare.sh built (.gpukit, which holds the three test programs in graphics/) and the
-# loader .debs (default .gl/; extra/*.deb are the X11 client libraries that NVIDIA's Vulkan ICD,
-# libGLX_nvidia, links against):
+# loader .debs that tests/gpu/graphics/fetch-debs.sh downloads here (default .gl/; extra/*.deb are
+# the X11 client libraries that NVIDIA's Vulkan ICD, libGLX_nvidia, links against).  Both travel:
+# carry [".gpukit", ".gl"].
 #
 #   bash tests/gpu/run-graphics.sh [--debs DIR]          GPU machine
 #   bash tests/gpu/run-graphics.sh --fake [--debs DIR]   here: the fake driver, for the plumbing
