@@ -242,9 +242,19 @@ static int consider(struct search *s, size_t k, const char *dir, const char *nam
         text = malloc(max + 1);
         if (text == NULL)
                 return gh_err(err, ENOMEM, "reading %s", path);
-        n = read(fd, text, max + 1);
-        if (n < 0)
-                return gh_err(err, errno, "reading %s%s", s->root_prefix, path);
+        for (size_t got = 0;; got += (size_t) n) {
+                n = read(fd, text + got, max + 1 - got);
+                if (n < 0 && errno == EINTR) {
+                        n = 0;
+                        continue;
+                }
+                if (n < 0)
+                        return gh_err(err, errno, "reading %s%s", s->root_prefix, path);
+                if (n == 0 || got + (size_t) n > max) {
+                        n = (ssize_t) (got + (size_t) n);
+                        break;
+                }
+        }
         if ((size_t) n > max) {
                 gh_debug("skipping %s: larger than %zu bytes", path, max);
                 return 0;
