@@ -13,8 +13,8 @@
  * A file is taken only if it is a regular file of bounded size, valid JSON with the keys its loader
  * needs, and the library it names is one this driver root provides: a bare name must be the SONAME
  * of a discovered library (the container's ld.so.cache will list it), an absolute path must resolve
- * in the driver root to a discovered library (configure then places that library at that very path
- * in the container too). */
+ * in the driver root to a discovered library (the plan then links that very path in the container
+ * to where the library is placed). */
 #ifndef GH_LOADERS_H
 #define GH_LOADERS_H
 
@@ -42,7 +42,7 @@ struct gh_loader_file {
         char *path;        /* in the driver root, symlinks resolved */
         char *dst;         /* in the container: the loader's directory + the file's name */
         char *library;     /* library_path as the file writes it; NULL for application profiles */
-        char *library_src; /* absolute library_path: the driver library (in the root) to place there */
+        char *library_src; /* absolute library_path: the driver library (in the root) it resolves to */
         unsigned cap;      /* GH_CAP_GRAPHICS */
         dev_t st_dev;
         ino_t st_ino;
