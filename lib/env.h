@@ -1,5 +1,5 @@
 /* The container's environment (process.env) turned into a decision: is this a GPU container, which
- * devices, capabilities, requirements, MIG and IMEX requests.  REFERENCE §2 is the contract; every
+ * devices, capabilities, requirements, MIG and IMEX requests.  docs/environment.md is the contract; every
  * rule is applied here so that the hook's front end and its dry run cannot disagree.
  *
  * Nothing here touches the driver: devices are requested items (gh_select_parse), not resolved
@@ -48,9 +48,15 @@ struct gh_env_decision {
         bool mig_monitor;                 /* NVIDIA_MIG_MONITOR_DEVICES=all */
         unsigned *imex_channels;
         size_t n_imex_channels;
+        char *mps_group;   /* the MPS group to join: annotation, or the env var when the config allows */
+        bool mps_from_env; /* it came from GPU_HOOK_MPS_GROUP */
 };
 
-/* Applies REFERENCE §2 to spec's environment under cfg's policy.  A non-GPU container is not an
+/* The variable by which an image could ask for an MPS group: honoured only with the config key
+ * accept-mps-group-envvar (images choose their environment; orchestrators set annotations). */
+#define GH_ENV_MPS_GROUP "GPU_HOOK_MPS_GROUP"
+
+/* Applies docs/environment.md to spec's environment under cfg's policy.  A non-GPU container is not an
  * error: d->gpu_container is false and nothing else is filled. */
 int gh_env_decide(const struct gh_oci_spec *spec, const struct gh_config *cfg, struct gh_env_decision *d,
                   gh_error_t *err);

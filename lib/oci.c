@@ -8,48 +8,9 @@
 
 #include "cleanup.h"
 #include "oci.h"
+#include "readfile.h"
 
 #define CAP_SYS_ADMIN_NAME "CAP_SYS_ADMIN"
-
-int gh_read_bounded(int fd, size_t max, char **buf, size_t *len, const char *what, gh_error_t *err)
-{
-        _cleanup_free_ char *b = NULL;
-        size_t cap = 0, n = 0;
-
-        for (;;) {
-                if (n == cap) {
-                        size_t ncap = cap ? cap * 2 : 4096;
-                        char *nb;
-                        /* One byte past the limit tells "too large" from "exactly max". */
-                        if (ncap > max + 1)
-                                ncap = max + 1;
-                        if (ncap <= cap)
-                                return gh_err(err, 0, "%s is larger than %zu bytes; refusing to read it", what, max);
-                        nb = realloc(b, ncap + 1);
-                        if (nb == NULL)
-                                return gh_err(err, ENOMEM, "reading %s", what);
-                        b = nb;
-                        cap = ncap;
-                }
-                ssize_t r = read(fd, b + n, cap - n);
-                if (r < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return gh_err(err, errno, "reading %s", what);
-                }
-                if (r == 0)
-                        break;
-                n += (size_t) r;
-                if (n > max)
-                        return gh_err(err, 0, "%s is larger than %zu bytes; refusing to read it", what, max);
-        }
-        if (b == NULL && (b = malloc(1)) == NULL)
-                return gh_err(err, ENOMEM, "reading %s", what);
-        b[n] = '\0';
-        *buf = steal_pointer(&b);
-        *len = n;
-        return 0;
-}
 
 /* Length of the UTF-8 sequence at s (at most n bytes), 0 when it is not valid UTF-8: no overlong
  * forms, no surrogates, nothing above U+10FFFF. */
@@ -359,6 +320,13 @@ static int spec_parse(const char *buf, size_t len, const char *bundle, struct gh
                 return gh_err(err, ENOMEM, "%s", what);
         if (parse_env(process, what, spec, err) < 0 || parse_privileged(process, what, spec, err) < 0)
                 return -1;
+        json_t *annotations = json_object_get(j, "annotations");
+        if (annotations != NULL && !json_is_null(annotations)) {
+                if (!json_is_object(annotations))
+                        return gh_err(err, 0, "%s: \"annotations\" must be an object", what);
+                if (get_string(annotations, GH_OCI_ANNOTATION_MPS_GROUP, what, &spec->mps_group, err) < 0)
+                        return -1;
+        }
         return parse_mounts(j, what, spec, err);
 }
 
@@ -404,6 +372,7 @@ void gh_oci_spec_free(struct gh_oci_spec *spec)
                 free(spec->mounts[i].source);
         }
         free(spec->mounts);
+        free(spec->mps_group);
         free(spec->oci_version);
         free(spec->rootfs);
         memset(spec, 0, sizeof(*spec));

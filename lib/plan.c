@@ -14,7 +14,9 @@
 #include "cleanup.h"
 #include "devices.h"
 #include "log.h"
+#include "mps.h"
 #include "plan.h"
+#include "readfile.h"
 #include "require.h"
 #include "rootfs.h"
 #include "select.h"
@@ -135,28 +137,15 @@ int gh_plan_add_proc_gpu(struct gh_plan *plan, const char *busid, gh_error_t *er
 /* Reads a small file under the driver root; a missing one yields NULL and no error. */
 static int read_root_file(int rootfd, const char *path, char **out, size_t *len, gh_error_t *err)
 {
-        _cleanup_close_ int fd = -1;
         _cleanup_error_ gh_error_t e = NULL;
-        char buf[65536];
-        ssize_t n;
 
         *out = NULL;
         *len = 0;
-        fd = gh_open_regular(rootfd, path, AT_FDCWD, &e);
-        if (fd < 0 && e->code == ENOENT)
+        if (gh_read_at(rootfd, path, 65536, true, out, len, &e) == 0)
                 return 0;
-        if (fd < 0)
-                return gh_err(err, 0, "%s of the driver root: %s", path, e->msg);
-        n = read(fd, buf, sizeof(buf) - 1);
-        if (n < 0)
-                return gh_err(err, errno, "reading %s of the driver root", path);
-        *out = malloc((size_t) n + 1);
-        if (*out == NULL)
-                return gh_err(err, ENOMEM, "reading %s", path);
-        memcpy(*out, buf, (size_t) n);
-        (*out)[n] = '\0';
-        *len = (size_t) n;
-        return 0;
+        if (e->code == ENOENT)
+                return 0;
+        return gh_err(err, 0, "%s of the driver root: %s", path, e->msg);
 }
 
 int gh_plan_read_proc(struct gh_plan *plan, int driver_rootfd, gh_error_t *err)
@@ -204,7 +193,7 @@ int gh_layout_named(const char *name, struct gh_layout *out, gh_error_t *err)
         else if (strcmp(name, "lib64") == 0)
                 set_layout(out, "/usr/lib64", "/usr/lib32");
         else
-                return gh_err(err, 0, "unknown layout '%s': use debian or lib64", name);
+                return gh_err(err, 0, "unknown layout '%s': use debian or lib64", name), gh_err_kind(err, GH_ERR_USAGE);
         return 0;
 }
 
@@ -367,15 +356,18 @@ out:
 }
 
 /* Links users expect next to the SONAME links: the development links of libcuda and
- * libnvidia-opticalflow (what dlopen("libcuda.so") finds), and libGLX_indirect for GLVND. */
+ * libnvidia-opticalflow (what dlopen("libcuda.so") finds), and libGLX_indirect for GLVND.  A
+ * development link also gets its own ld cache entry, as ldconfig gives it (docs/ldcache.md);
+ * libGLX_indirect.so.0 does not (its target's SONAME is another name). */
 static int plan_extra_links(struct gh_plan *plan, const char *dir, const char *soname, const char *file,
-                            gh_error_t *err)
+                            bool compat32, gh_error_t *err)
 {
         char dst[PATH_MAX];
 
         if (strcmp(soname, "libcuda.so.1") == 0 || strcmp(soname, "libnvidia-opticalflow.so.1") == 0) {
                 snprintf(dst, sizeof(dst), "%s/%.*s", dir, (int) (strlen(soname) - 2), soname);
-                if (gh_plan_add_symlink(plan, dst, soname, true, err) < 0)
+                if (gh_plan_add_symlink(plan, dst, soname, true, err) < 0 ||
+                    gh_plan_add_library(plan, base_name(dst), dst, compat32, err) < 0)
                         return -1;
         }
         if (strncmp(soname, "libGLX_nvidia.so.", 17) == 0) {
@@ -407,7 +399,7 @@ static int plan_libraries(struct gh_plan *plan, const struct gh_driver *drv, gh_
                         snprintf(link, sizeof(link), "%s", dst);
                 }
                 if (gh_plan_add_library(plan, f->soname, link, f->compat32, err) < 0 ||
-                    plan_extra_links(plan, dir, f->soname, file, err) < 0)
+                    plan_extra_links(plan, dir, f->soname, file, f->compat32, err) < 0)
                         return -1;
         }
         return 0;
@@ -428,6 +420,9 @@ static int plan_files(struct gh_plan *plan, const struct gh_driver *drv, gh_erro
                         return -1;
         for (size_t i = 0; i < drv->ipcs.n; i++) {
                 const struct gh_driver_file *f = &drv->ipcs.v[i];
+                /* a container in an MPS group talks to the group's daemon, not the host's default one */
+                if (S_ISDIR(f->type) && plan->mps_group)
+                        continue;
                 if (add_file(plan, S_ISDIR(f->type) ? GH_ITEM_DIR : GH_ITEM_FILE, GH_ROLE_IPC, f, f->path, GH_MNT_IPC,
                              err) < 0)
                         return -1;
@@ -462,6 +457,42 @@ static int plan_loader_files(struct gh_plan *plan, const struct gh_driver *drv, 
         return 0;
 }
 
+/* A container in an MPS group gets the group's pipe directory where CUDA looks by default and the
+ * group's shm as its /dev/shm (docs/mps.md).  The group must run, on a GPU the container gets. */
+static int plan_mps(struct gh_plan *plan, const struct gh_request *req, const struct gh_selection *sel,
+                    gh_error_t *err)
+{
+        struct gh_mps_group g;
+        char path[PATH_MAX];
+        bool on_selected = false;
+        const char *dir = req->mps_dir ? req->mps_dir : GH_MPS_DEFAULT_DIR;
+        static const struct { const char *sub, *dst; } dirs[] = {
+                { "pipe", GH_MPS_CONTAINER_PIPE_DIR },
+                { "shm", GH_MPS_CONTAINER_SHM_DIR },
+        };
+
+        if (gh_mps_load(dir, req->mps_group, &g, err) < 0)
+                return gh_err_wrap(err, "joining MPS group '%s'", req->mps_group);
+        if (!g.alive)
+                return gh_err(err, 0, "MPS group '%s' is not running (its daemon %d is gone); restart it: gpu-cli mps stop %s, then mps start",
+                              g.name, (int) g.pid, g.name);
+        for (size_t i = 0; i < sel->ngpus; i++)
+                on_selected |= sel->full[i] && strcasecmp(sel->gpus[i]->uuid, g.gpu_uuid) == 0;
+        if (!on_selected)
+                return gh_err(err, 0, "MPS group '%s' runs on GPU %s, which this container does not get; select that GPU "
+                              "(NVIDIA_VISIBLE_DEVICES=%s) or join another group", g.name, g.gpu_uuid, g.gpu_uuid);
+        plan->mps_group = true;
+        for (size_t i = 0; i < GH_ARRAY_SIZE(dirs); i++) {
+                snprintf(path, sizeof(path), "%s/%s/%s", dir, g.name, dirs[i].sub);
+                if (gh_plan_add(plan, GH_ITEM_DIR, path, dirs[i].dst, GH_MNT_IPC, err) < 0)
+                        return -1;
+                plan->items[plan->n - 1].role = GH_ROLE_IPC;
+                plan->items[plan->n - 1].host_src = true;
+                plan->items[plan->n - 1].cap = GH_CAP_COMPUTE;
+        }
+        return 0;
+}
+
 static int build(int droot, const struct gh_driver *drv, const struct gh_gpu_list *gpus, const struct gh_request *req,
                  struct gh_plan *plan, gh_error_t *err)
 {
@@ -477,6 +508,8 @@ static int build(int droot, const struct gh_driver *drv, const struct gh_gpu_lis
         for (size_t i = 0; i < sel.ngpus; i++)
                 if (gh_plan_add_proc_gpu(plan, sel.gpus[i]->busid, err) < 0)
                         return -1;
+        if (req->mps_group && plan_mps(plan, req, &sel, err) < 0)
+                return -1;
         return plan_libraries(plan, drv, err) < 0 || plan_files(plan, drv, err) < 0 ||
                                plan_loader_files(plan, drv, err) < 0
                        ? -1
@@ -514,8 +547,12 @@ int gh_plan_for_root(const char *driver_root, const char *ldcache, const char *p
 
         memset(out, 0, sizeof(*out));
         droot = gh_rootfs_open(driver_root, err);
-        if (droot < 0)
+        if (droot < 0) {
+                /* A root that does not exist has no driver either. */
+                if ((*err)->code == ENOENT || (*err)->code == ENOTDIR)
+                        gh_err_kind(err, GH_ERR_NO_DRIVER);
                 return gh_err_wrap(err, "driver root");
+        }
         gh_plan_driver_opts(req, ldcache, path, &dopts);
         if (gh_driver_discover(droot, &dopts, &drv, err) < 0)
                 return -1;
