@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include "capability.h"
 #include "cleanup.h"
 #include "driver.h"
+#include "jsonread.h"
 #include "loaders.h"
 #include "log.h"
 #include "rootfs.h"
@@ -62,14 +62,19 @@ static bool is_format_version(const char *s)
         return dots == 2;
 }
 
-static int library_of(json_t *obj, const char *where, char **library, gh_error_t *err)
+static bool is_type(const struct gh_json *doc, int node, enum gh_json_type type)
 {
-        json_t *lp = json_is_object(obj) ? json_object_get(obj, "library_path") : NULL;
+        return node >= 0 && doc->v[node].type == type;
+}
+
+static int library_of(const struct gh_json *doc, int obj, const char *where, char **library, gh_error_t *err)
+{
+        int lp = gh_json_get(doc, obj, "library_path");
         const char *s;
 
-        if (!json_is_string(lp))
+        if (!is_type(doc, lp, GH_JSON_STRING))
                 return gh_err(err, 0, "%s has no \"library_path\" string", where);
-        s = json_string_value(lp);
+        s = doc->v[lp].str;
         if (s[0] == '\0' || strlen(s) >= PATH_MAX)
                 return gh_err(err, 0, "%s.library_path is empty or too long", where);
         if (*library != NULL && strcmp(*library, s) != 0)
@@ -79,41 +84,47 @@ static int library_of(json_t *obj, const char *where, char **library, gh_error_t
         return 0;
 }
 
-int gh_loader_parse(enum gh_loader_kind kind, const char *text, size_t len, char **library, gh_error_t *err)
+static int check(enum gh_loader_kind kind, const struct gh_json *doc, char **lib, gh_error_t *err)
 {
-        json_auto_t *root = NULL;
-        _cleanup_free_ char *lib = NULL;
-        json_error_t jerr;
-        json_t *v;
+        int v;
 
-        *library = NULL;
-        root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-        if (root == NULL)
-                return gh_err(err, 0, "not JSON (line %d, column %d: %s)", jerr.line, jerr.column, jerr.text);
-        if (!json_is_object(root))
+        if (!is_type(doc, 0, GH_JSON_OBJECT))
                 return gh_err(err, 0, "not a JSON object");
         if (kind == GH_LOADER_APP_PROFILES) {
-                if (!json_is_array(json_object_get(root, "profiles")) && !json_is_array(json_object_get(root, "rules")))
+                if (!is_type(doc, gh_json_get(doc, 0, "profiles"), GH_JSON_ARRAY) &&
+                    !is_type(doc, gh_json_get(doc, 0, "rules"), GH_JSON_ARRAY))
                         return gh_err(err, 0, "has neither a \"profiles\" nor a \"rules\" array");
                 return 0;
         }
-        v = json_object_get(root, "file_format_version");
-        if (!json_is_string(v) || !is_format_version(json_string_value(v)))
+        v = gh_json_get(doc, 0, "file_format_version");
+        if (!is_type(doc, v, GH_JSON_STRING) || !is_format_version(doc->v[v].str))
                 return gh_err(err, 0, "has no \"file_format_version\" like \"1.0.0\"");
         if (kind == GH_LOADER_VULKAN_LAYER) {
-                json_t *layers = json_object_get(root, "layers");
-                if (json_is_array(layers) && json_array_size(layers) > 0) {
-                        size_t i;
-                        json_t *l;
-                        json_array_foreach (layers, i, l)
-                                if (library_of(l, "layers[]", &lib, err) < 0)
+                int layers = gh_json_get(doc, 0, "layers");
+                if (is_type(doc, layers, GH_JSON_ARRAY) && doc->v[layers].child >= 0) {
+                        for (int l = doc->v[layers].child; l >= 0; l = doc->v[l].next)
+                                if (library_of(doc, l, "layers[]", lib, err) < 0)
                                         return -1;
-                } else if (library_of(json_object_get(root, "layer"), "\"layer\"", &lib, err) < 0) {
-                        return -1;
+                        return 0;
                 }
-        } else if (library_of(json_object_get(root, "ICD"), "\"ICD\"", &lib, err) < 0) {
-                return -1;
+                return library_of(doc, gh_json_get(doc, 0, "layer"), "\"layer\"", lib, err);
         }
+        return library_of(doc, gh_json_get(doc, 0, "ICD"), "\"ICD\"", lib, err);
+}
+
+int gh_loader_parse(enum gh_loader_kind kind, const char *text, size_t len, char **library, gh_error_t *err)
+{
+        _cleanup_free_ char *lib = NULL;
+        struct gh_json doc;
+        int r;
+
+        *library = NULL;
+        if (gh_json_parse(text, len, &doc, err) < 0)
+                return -1;
+        r = check(kind, &doc, &lib, err);
+        gh_json_free(&doc);
+        if (r < 0)
+                return -1;
         *library = steal_pointer(&lib);
         return 0;
 }
