@@ -39,7 +39,7 @@ int cli_request_init(struct gh_request *req, const struct cli_globals *g, gh_err
  * CLI_PLAN_ALL the document also has "layout", "proc", "cgroup" and "ldcache". */
 struct gh_plan;
 typedef struct json_t json_t;
-#define CLI_PLAN_ALL 0x3fu
+#define CLI_PLAN_ALL 0x7fu
 json_t *cli_plan_json(const struct gh_plan *plan, const char *root, unsigned sections);
 /* Prints the document (indented) on stdout and frees it; -1 when it could not be written. */
 int cli_print_json(json_t *doc);

@@ -11,6 +11,7 @@ GH_DEPS=(
         runc crun podman busybox-static bpftool
         python3 file util-linux time patchelf valgrind
         libmicrohttpd-dev prometheus tmux
+        libvulkan-dev libegl-dev libgles-dev
 )
 
 # Packages of GH_DEPS that are not installed.  Safe under `set -euo pipefail`: dpkg-query exits 1
