@@ -61,10 +61,8 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
                 return gh_err_wrap(err, "driver root");
         gh_plan_driver_opts(req, o->ldcache, o->path, &dopts);
         long td = now_us();
-        if (gh_driver_discover(droot, &dopts, &drv, err) < 0) {
-                ret = (*err && (*err)->code == GH_DRIVER_ENODRIVER) ? GH_CONFIGURE_NO_DRIVER : -1;
+        if (gh_driver_discover(droot, &dopts, &drv, err) < 0)
                 goto out;
-        }
         gh_debug("discover: driver files %ld us", now_us() - td);
         td = now_us();
         if (gh_plan_load_gpus(droot, req, &gpus, err) < 0)
@@ -81,11 +79,8 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
                 goto out;
         /* The rootfs is the same directory on the host: decide the library directory from it. */
         gh_layout_detect(ns.host_rootfs, &layout);
-        if (gh_plan_build(droot, drv, &gpus, req, &layout, &plan, err) < 0) {
-                if (*err && (*err)->code == GH_REQUIRE_UNMET)
-                        ret = GH_CONFIGURE_UNMET;
+        if (gh_plan_build(droot, drv, &gpus, req, &layout, &plan, err) < 0)
                 goto out;
-        }
         if (req->ldconfig != NULL) {
                 ldconfig_fd = gh_ldconfig_open(req->ldconfig, err);
                 if (ldconfig_fd < 0)

@@ -95,19 +95,11 @@ cp "$REPO/tests/lib.sh" "$KIT/tests/"
 cp "$here"/*.sh "$here"/*.cu "$KIT/tests/gpu/"
 cp "$REPO/bench/common.sh" "$KIT/bench/"
 
-features=""
-for cmd in info list configure; do
-        out=$("$KIT/bin/gpu-cli" "$cmd" --help 2>&1 || true)
-        [[ $out == *"this build has no command"* ]] || features+=" gpu-cli-$cmd"
-done
-printf '{"ociVersion":"1.0.2","id":"probe","status":"stopped","pid":0,"bundle":"/"}' |
-        "$KIT/bin/gpu-hook" poststop >/dev/null 2>&1 && features+=" gpu-hook"
 {
         echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME")"
         echo "commit: $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)$(
                 git -C "$REPO" diff --quiet HEAD 2>/dev/null || echo ' (plus uncommitted changes)')"
         echo "gpu-cli: $("$KIT/bin/gpu-cli" --version)"
-        echo "landed:${features:- nothing yet}"
         echo "runc: $("$RUNC_SRC" --version | head -n 1)"
         echo "runc libraries: $RUNC_LIBDIR (filled by run.sh)"
 } >"$KIT/MANIFEST"
