@@ -79,7 +79,7 @@ static char *json_quote(const char *s)
 
 void gh_rt_report(const struct gh_rt_args *a, const char *msg)
 {
-        _cleanup_free_ char *quoted = NULL;
+        _cleanup_free_ char *quoted = NULL, *line = NULL;
         _cleanup_close_ int fd = -1;
         char when[64];
         struct tm tm;
@@ -93,7 +93,10 @@ void gh_rt_report(const struct gh_rt_args *a, const char *msg)
                 return;
         gmtime_r(&now, &tm);
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-        quoted = json_quote(msg);
+        /* Engines show the log's message as it is: say whose it is. */
+        if (asprintf(&line, "gpu-runtime: %s", msg) < 0)
+                line = NULL;
+        quoted = json_quote(line ? line : msg);
         if (a->log_json && quoted != NULL)
                 dprintf(fd, "{\"level\":\"error\",\"msg\":%.*s,\"time\":\"%s\"}\n", (int) strlen(quoted), quoted, when);
         else

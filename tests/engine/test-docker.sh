@@ -80,6 +80,35 @@ drun --gpus all
 t_is "$(ngpus)" 2 "dockerd started with NVIDIA_VISIBLE_DEVICES=none in its environment: --gpus all still gets both" ||
         t_diag "$RUN_STDERR"
 
+# gpu-runtime as a runtime named in daemon.json, then as the default runtime.
+docker_stop
+engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GPU_HOOK\"}}"
+printf '{"runtimes": {"gpu": {"path": "%s"}}}\n' "$GH_ENGINE_RUNTIME" >"$T/daemon-rt.json"
+docker_start "$T/daemon-rt.json" || { echo "Bail out! dockerd did not start with daemon-rt.json"; exit 1; }
+drun --runtime=gpu -e NVIDIA_VISIBLE_DEVICES=0
+t_is "$RUN_RC" 0 "--runtime=gpu -e NVIDIA_VISIBLE_DEVICES=0: container ran" || t_diag "$RUN_STDERR"
+t_is "$(ngpus)" 1 "--runtime=gpu: exactly one GPU"
+t_match "$(field smi)" "$UUID0" "--runtime=gpu: it is GPU 0"
+t_match "$(field cuda)" '^CUDA OK: 1 device' "--runtime=gpu: libcuda sees one GPU"
+mountinfo_unchanged "--runtime=gpu: host mount table unchanged" "$T/mounts.daemon"
+drun --runtime=gpu
+t_is "$(field dev)" "" "--runtime=gpu without NVIDIA_VISIBLE_DEVICES: no device node"
+drun --runtime=gpu --gpus all
+t_is "$(ngpus)" 2 "--runtime=gpu with --gpus all: both GPUs, injected once" || t_diag "$RUN_STDERR"
+drun --runtime=gpu -e NVIDIA_VISIBLE_DEVICES=7
+t_is "$RUN_RC" 125 "--runtime=gpu, a GPU that does not exist: exit 125"
+t_match "$RUN_STDERR" "gpu-runtime: .*unknown device '7'" "... with gpu-runtime's message"
+
+docker_stop
+printf '{"runtimes": {"gpu": {"path": "%s"}}, "default-runtime": "gpu"}\n' "$GH_ENGINE_RUNTIME" >"$T/daemon-def.json"
+docker_start "$T/daemon-def.json" || { echo "Bail out! dockerd did not start with daemon-def.json"; exit 1; }
+drun -e NVIDIA_VISIBLE_DEVICES=all
+t_is "$RUN_RC" 0 "default-runtime gpu, NVIDIA_VISIBLE_DEVICES=all: container ran" || t_diag "$RUN_STDERR"
+t_is "$(ngpus)" 2 "default-runtime gpu: both GPUs"
+drun
+t_is "$RUN_RC:$(field dev)" "0:" "default-runtime gpu, no NVIDIA variable: ran, no device node"
+mountinfo_unchanged "default-runtime: host mount table unchanged" "$T/mounts.daemon"
+
 docker_stop
 t_not "dockerd stopped by its PID" kill -0 "$(cat "$T/docker/pid" 2>/dev/null || echo 999999999)"
 mountinfo_unchanged "after dockerd stopped: host mount table as before it started" "$T/mounts.before"

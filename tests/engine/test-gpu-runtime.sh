@@ -70,7 +70,9 @@ passthrough "--version" --version
 passthrough "no arguments at all"
 passthrough "an unknown command with odd arguments" --systemd-cgroup frobnicate 'a b' '' -- --bundle
 cp "$BUNDLE/config.json" "$T/plain.orig"
-(cd "$BUNDLE" && passthrough "run, bundle from the current directory" run --detach ctr2)
+cd "$BUNDLE" || exit 1
+passthrough "run, bundle from the current directory" run --detach ctr2
+cd - >/dev/null || exit 1
 t_ok "a non-GPU bundle's config.json is untouched" cmp "$T/plain.orig" "$BUNDLE/config.json"
 
 # ---- fidelity -------------------------------------------------------------------------------
@@ -135,7 +137,7 @@ hostile() {
         t_is "$rc:$(wc -l <"$T/err")" "1:1" "$desc: exit 1 and one line on stderr" || t_diag_file "$T/err"
         t_match "$(cat "$T/err")" "$want" "$desc: the message says what is wrong"
         t_not "$desc: the real runtime did not run" test -e "$REC/argv"
-        t_match "$(cat "$T/log.json" 2>/dev/null)" '^\{"level":"error","msg":"' "$desc: the error is in --log as JSON (what engines show)"
+        t_match "$(cat "$T/log.json" 2>/dev/null)" '^\{"level":"error","msg":"gpu-runtime: ' "$desc: the error is in --log as JSON (what engines show)"
 }
 new_bundle hostile
 mv "$BUNDLE/config.json" "$BUNDLE/real.json"
