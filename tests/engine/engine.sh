@@ -93,6 +93,7 @@ docker_import() { tar -C "$IMGROOT" -c . | dk import - "$1" >/dev/null; }
 _engine_cleanup() {
         local p d
         docker_stop
+        containerd_stop
         for p in $_engine_host_leftovers; do
                 rm -rf "$p" 2>/dev/null
         done
@@ -105,3 +106,75 @@ _engine_cleanup() {
         _gh_cleanup
 }
 trap _engine_cleanup EXIT
+
+# oci_image_tar ROOTFS NAME OUT: an OCI image layout tarball (one layer) that `ctr images import`
+# takes, for engines without a registry.
+oci_image_tar() {
+        "$GH_PYTHON" - "$1" "$2" "$3" <<'PY'
+import gzip, hashlib, io, json, os, sys, tarfile
+rootfs, name, out = sys.argv[1:]
+raw = io.BytesIO()
+with tarfile.open(fileobj=raw, mode="w") as t:
+    t.add(rootfs, arcname=".")
+layer_tar = raw.getvalue()
+layer = gzip.compress(layer_tar, mtime=0)
+def sha(b): return "sha256:" + hashlib.sha256(b).hexdigest()
+config = json.dumps({"architecture": "amd64", "os": "linux",
+                     "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"], "Cmd": ["/bin/sh"]},
+                     "rootfs": {"type": "layers", "diff_ids": [sha(layer_tar)]}}).encode()
+manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                       "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": sha(config), "size": len(config)},
+                       "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": sha(layer), "size": len(layer)}]}).encode()
+index = json.dumps({"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                    "digest": sha(manifest), "size": len(manifest),
+                    "annotations": {"io.containerd.image.name": name, "org.opencontainers.image.ref.name": "latest"}}]}).encode()
+with tarfile.open(out, "w") as t:
+    def add(path, data):
+        i = tarfile.TarInfo(path); i.size = len(data); t.addfile(i, io.BytesIO(data))
+    add("oci-layout", b'{"imageLayoutVersion":"1.0.0"}')
+    add("index.json", index)
+    for b in (layer, config, manifest):
+        add("blobs/sha256/" + sha(b)[7:], b)
+PY
+}
+
+# containerd_start: containerd alone (no CRI plugin) on $T/ctd/sock, its own root and state.
+CTD_SOCK=$T/ctd/sock
+CTD_PID=
+containerd_start() {
+        local i
+        [ -n "$_engine_host_leftovers" ] || _engine_note_host
+        mkdir -p "$T/ctd"
+        cat >"$T/ctd/config.toml" <<EOF
+version = 2
+root = "$T/ctd/root"
+state = "$T/ctd/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "$CTD_SOCK"
+[ttrpc]
+  address = "$CTD_SOCK.ttrpc"
+EOF
+        containerd --config "$T/ctd/config.toml" >>"$T/containerd.log" 2>&1 &
+        CTD_PID=$!
+        for i in $(seq 1 100); do
+                ctr -a "$CTD_SOCK" version >/dev/null 2>&1 && return 0
+                kill -0 "$CTD_PID" 2>/dev/null || break
+                sleep 0.1
+        done
+        t_diag_file "$T/containerd.log"
+        return 1
+}
+
+containerd_stop() {
+        local i
+        [ -n "$CTD_PID" ] || return 0
+        kill -TERM "$CTD_PID" 2>/dev/null
+        for i in $(seq 1 100); do
+                kill -0 "$CTD_PID" 2>/dev/null || break
+                sleep 0.1
+        done
+        kill -KILL "$CTD_PID" 2>/dev/null
+        wait "$CTD_PID" 2>/dev/null
+        CTD_PID=
+}
