@@ -19,6 +19,7 @@ static void usage(FILE *out)
                 "  list        list the host files a container would get\n"
                 "  configure   inject the driver into a container: configure --pid=PID [OPTIONS] ROOTFS\n"
                 "  mps         MPS groups with per-group limits: mps start|stop|list\n"
+                "  setup       configure an engine: setup docker|containerd|crio|podman [--dry-run] [--undo]\n"
                 "\n"
                 "Global options:\n"
                 "  -r, --root=DIR         driver root (default /): ld.so.cache, PATH, /dev, /proc/driver/nvidia\n"
@@ -34,7 +35,7 @@ static void usage(FILE *out)
                 "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found, 4 requirement not met.\n");
 }
 
-static const char *const commands[] = { "info", "list", "configure", "cdi", "doctor", "mps" };
+static const char *const commands[] = { "info", "list", "configure", "cdi", "doctor", "mps", "setup" };
 
 static int (*command_fn(const char *name))(int, char **, const struct cli_globals *)
 {
@@ -50,6 +51,8 @@ static int (*command_fn(const char *name))(int, char **, const struct cli_global
                 return cmd_doctor;
         if (strcmp(name, "mps") == 0)
                 return cmd_mps;
+        if (strcmp(name, "setup") == 0)
+                return cmd_setup;
         return NULL;
 }
 

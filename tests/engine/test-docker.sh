@@ -8,8 +8,12 @@ t_need_root
 t_need_cmd dockerd docker
 
 engine_setup
-ln -s "$GH_ENGINE_HOOK" "$ENGINE_HOOKDIR/nvidia-container-runtime-hook"
-echo '{}' >"$T/daemon.json"
+engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GPU_HOOK\"}}"
+# What a user runs: gpu-cli setup docker writes daemon.json's runtime and the --gpus hook name.
+SETUP=(setup docker --config="$T/daemon.json" --hook-link="$ENGINE_HOOKDIR/nvidia-container-runtime-hook"
+        --hook-path="$GH_ENGINE_HOOK" --runtime-path="$GH_ENGINE_RUNTIME")
+echo '{"log-level": "warn"}' >"$T/daemon.json"
+t_ok "gpu-cli setup docker" "$GPU_CLI" "${SETUP[@]}"
 host_mountinfo_snapshot "$T/mounts.before"
 docker_start "$T/daemon.json" || { echo "Bail out! dockerd did not start"; exit 1; }
 docker_import gh-gpu-test || { echo "Bail out! docker import failed"; exit 1; }
@@ -26,7 +30,6 @@ drun() {
                 gh-gpu-test /bin/sh -c "$PROBE" </dev/null >"$T/.run.out" 2>"$T/.run.err"
         RUN_RC=$?
         _gh_finish_run
-        t_diag "docker run $* (${SECONDS}s since start)"
 }
 field() { printf '%s\n' "$RUN_STDOUT" | sed -n "s/^$1://p"; }
 ngpus() { field smi | tr '|' '\n' | grep -c '^GPU '; }
@@ -80,11 +83,7 @@ drun --gpus all
 t_is "$(ngpus)" 2 "dockerd started with NVIDIA_VISIBLE_DEVICES=none in its environment: --gpus all still gets both" ||
         t_diag "$RUN_STDERR"
 
-# gpu-runtime as a runtime named in daemon.json, then as the default runtime.
-docker_stop
-engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GPU_HOOK\"}}"
-printf '{"runtimes": {"gpu": {"path": "%s"}}}\n' "$GH_ENGINE_RUNTIME" >"$T/daemon-rt.json"
-docker_start "$T/daemon-rt.json" || { echo "Bail out! dockerd did not start with daemon-rt.json"; exit 1; }
+# gpu-runtime as the runtime "gpu" that setup put in daemon.json, then as the default runtime.
 drun --runtime=gpu -e NVIDIA_VISIBLE_DEVICES=0
 t_is "$RUN_RC" 0 "--runtime=gpu -e NVIDIA_VISIBLE_DEVICES=0: container ran" || t_diag "$RUN_STDERR"
 t_is "$(ngpus)" 1 "--runtime=gpu: exactly one GPU"
@@ -100,8 +99,8 @@ t_is "$RUN_RC" 125 "--runtime=gpu, a GPU that does not exist: exit 125"
 t_match "$RUN_STDERR" "gpu-runtime: .*unknown device '7'" "... with gpu-runtime's message"
 
 docker_stop
-printf '{"runtimes": {"gpu": {"path": "%s"}}, "default-runtime": "gpu"}\n' "$GH_ENGINE_RUNTIME" >"$T/daemon-def.json"
-docker_start "$T/daemon-def.json" || { echo "Bail out! dockerd did not start with daemon-def.json"; exit 1; }
+t_ok "gpu-cli setup docker --default" "$GPU_CLI" "${SETUP[@]}" --default
+docker_start "$T/daemon.json" || { echo "Bail out! dockerd did not start with the default runtime"; exit 1; }
 drun -e NVIDIA_VISIBLE_DEVICES=all
 t_is "$RUN_RC" 0 "default-runtime gpu, NVIDIA_VISIBLE_DEVICES=all: container ran" || t_diag "$RUN_STDERR"
 t_is "$(ngpus)" 2 "default-runtime gpu: both GPUs"
