@@ -1,71 +1,58 @@
-/* The device nodes a GPU container gets, for linux.devices and linux.resources.devices.
+/* The device nodes a GPU container gets, for linux.devices and linux.resources.devices: the device
+ * items of the same plan gpu-cli configure builds (gh_plan_for_root) for the same request the hook
+ * builds (gh_hook_request).  gpu-cli configure later injects exactly these nodes again (it mounts
+ * the host's node over the one the runtime created).
  *
- * Same lookups as configure's (gpus.c fast path, select.c, devices.c) under the configured driver
- * root; gpu-cli configure later injects exactly these nodes again (a node the runtime already
- * created with the right number is accepted). */
+ * Requirements are left out of the runtime's request: they do not change the nodes, checking them
+ * may need NVML, and the hook checks them anyway when the container is created. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cleanup.h"
-#include "devices.h"
-#include "gpus.h"
-#include "rootfs.h"
+#include "hook.h"
+#include "plan.h"
 #include "runtime.h"
-#include "select.h"
-
-static bool needs_nvml(const struct gh_env_decision *d)
-{
-        for (size_t i = 0; i < d->devices.n; i++)
-                if (d->devices.items[i].kind == GH_SELECT_MIG_UUID || d->devices.items[i].kind == GH_SELECT_MIG_INDEX)
-                        return true;
-        return d->mig_config || d->mig_monitor;
-}
 
 int gh_rt_devices_for(const struct gh_config *cfg, const struct gh_env_decision *d, struct gh_rt_devices *out,
                       gh_error_t *err)
 {
-        _cleanup_close_ int droot = -1;
-        _cleanup_gpu_list_ struct gh_gpu_list gpus = { 0 };
-        _cleanup_selection_ struct gh_selection sel = { 0 };
-        _cleanup_free_ unsigned *minors = NULL;
-        struct gh_device_list list = { 0 };
-        struct gh_devices_request req = { .caps = d->capabilities };
+        _cleanup_request_ struct gh_request req = GH_REQUEST_INIT;
+        struct gh_plan plan = { 0 };
+        struct gh_layout layout;
+        int r = -1;
 
         memset(out, 0, sizeof(*out));
-        /* MIG devices are known only to NVML, which the runtime does not load: gpu-hook injects them. */
-        if (needs_nvml(d))
-                return 0;
-        droot = gh_rootfs_open(cfg->cli.root, err);
-        if (droot < 0)
-                return gh_err_wrap(err, "driver root (cli.root)");
-        if (!d->devices.is_void && (d->devices.all || d->devices.n > 0)) {
-                if (gh_gpus_fast(droot, &gpus, err) < 0 || gh_select_resolve(&d->devices, &gpus, &sel, err) < 0)
-                        return -1;
-                minors = calloc(sel.ngpus + 1, sizeof(*minors));
-                if (minors == NULL)
-                        return gh_err(err, ENOMEM, "listing device nodes");
-                for (size_t i = 0; i < sel.ngpus; i++)
-                        minors[i] = sel.gpus[i]->minor;
-                req.minors = minors;
-                req.nminors = sel.ngpus;
-        }
-        req.imex_channels = d->imex_channels;
-        req.nimex = d->n_imex_channels;
-        if (gh_devices_collect(droot, &req, &list, err) < 0)
+        if (gh_hook_request(cfg, d, &req, err) < 0 || gh_layout_named("debian", &layout, err) < 0)
                 return -1;
-        out->v = calloc(list.n + 1, sizeof(*out->v));
+        for (size_t i = 0; i < req.nrequirements; i++)
+                free(req.requirements[i]);
+        if (req.requirements != NULL)
+                req.requirements[0] = NULL;
+        req.nrequirements = 0;
+        if (gh_plan_for_root(cfg->cli.root, cfg->cli.ldcache, NULL, &req, &layout, &plan, err) < 0)
+                return -1;
+        out->v = calloc(plan.n + 1, sizeof(*out->v));
         if (out->v == NULL) {
-                gh_device_list_free(&list);
-                return gh_err(err, ENOMEM, "listing device nodes");
+                gh_err(err, ENOMEM, "listing device nodes");
+                goto done;
         }
-        for (size_t i = 0; i < list.n; i++) {
-                out->v[i].path = steal_pointer(&list.v[i].path);
-                out->v[i].rdev = list.v[i].rdev;
+        for (size_t i = 0; i < plan.n; i++) {
+                if (plan.items[i].kind != GH_ITEM_DEVICE)
+                        continue;
+                out->v[out->n].path = strdup(plan.items[i].dst);
+                out->v[out->n].rdev = plan.items[i].rdev;
+                if (out->v[out->n++].path == NULL) {
+                        gh_err(err, ENOMEM, "listing device nodes");
+                        goto done;
+                }
         }
-        out->n = list.n;
-        gh_device_list_free(&list);
-        return 0;
+        r = 0;
+done:
+        gh_plan_free(&plan);
+        if (r < 0)
+                gh_rt_devices_free(out);
+        return r;
 }
 
 void gh_rt_devices_free(struct gh_rt_devices *devs)
