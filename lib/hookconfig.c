@@ -8,6 +8,7 @@
 #include "cleanup.h"
 #include "config.h" /* the build's: GPUHOOK_CLI_PATH, GPUHOOK_HOOK_PATH */
 #include "hookconfig.h"
+#include "mps.h"
 #include "oci.h"
 
 enum key_type {
@@ -33,6 +34,11 @@ static const struct key top_keys[] = {
         K("disable-require", KEY_BOOL, disable_require),
         KN("swarm-resource", KEY_NAMES, swarm_resource, n_swarm_resource),
         K("supported-driver-capabilities", KEY_CAPS, supported_caps),
+        K("accept-mps-group-envvar", KEY_BOOL, accept_mps_envvar),
+};
+
+static const struct key mps_keys[] = {
+        K("dir", KEY_PATH, mps.dir),
 };
 
 static const struct key cli_keys[] = {
@@ -60,11 +66,12 @@ int gh_config_init(struct gh_config *cfg, gh_error_t *err)
         cfg->cli.root = strdup("/");
         cfg->cli.path = strdup(GPUHOOK_CLI_PATH);
         cfg->log.file = strdup(GH_DEFAULT_LOG_FILE);
+        cfg->mps.dir = strdup(GH_MPS_DEFAULT_DIR);
         cfg->runtime.runtimes = calloc(2, sizeof(char *));
         if (cfg->runtime.runtimes != NULL && (cfg->runtime.runtimes[0] = strdup("runc")) != NULL)
                 cfg->runtime.n_runtimes = 1;
         cfg->runtime.hook_path = strdup(GPUHOOK_HOOK_PATH);
-        if (!cfg->swarm_resource || !cfg->cli.root || !cfg->cli.path || !cfg->log.file ||
+        if (!cfg->swarm_resource || !cfg->cli.root || !cfg->cli.path || !cfg->log.file || !cfg->mps.dir ||
             cfg->runtime.n_runtimes != 1 || !cfg->runtime.hook_path) {
                 gh_config_free(cfg);
                 return gh_err(err, ENOMEM, "initialising the configuration");
@@ -184,6 +191,13 @@ static int apply_object(struct gh_config *cfg, json_t *obj, const struct key *ke
                                         return -1;
                                 continue;
                         }
+                        if (prefix[0] == '\0' && strcmp(name, "mps") == 0) {
+                                if (!json_is_object(v))
+                                        return gh_err(err, 0, "\"mps\" must be an object");
+                                if (apply_object(cfg, v, mps_keys, GH_ARRAY_SIZE(mps_keys), "mps.", err) < 0)
+                                        return -1;
+                                continue;
+                        }
                         if (prefix[0] == '\0' && strcmp(name, "log") == 0) {
                                 if (!json_is_object(v))
                                         return gh_err(err, 0, "\"log\" must be an object");
@@ -251,5 +265,6 @@ void gh_config_free(struct gh_config *cfg)
         free(cfg->log.file);
         gh_strvfreep(&cfg->runtime.runtimes);
         free(cfg->runtime.hook_path);
+        free(cfg->mps.dir);
         memset(cfg, 0, sizeof(*cfg));
 }

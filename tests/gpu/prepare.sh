@@ -95,7 +95,7 @@ for bin in gpu-cli gpu-hook gpu-runtime; do
 done
 
 cp "$REPO/tests/lib.sh" "$KIT/tests/"
-cp "$here"/run.sh "$here"/run-runtime.sh "$here"/bench.sh "$here"/vector_add.cu "$KIT/tests/gpu/"
+cp "$here"/*.sh "$here"/*.cu "$KIT/tests/gpu/"
 cp "$REPO/bench/common.sh" "$KIT/bench/"
 
 features=""
