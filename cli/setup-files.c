@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
-#include "oci.h"
+#include "readfile.h"
 #include "setup.h"
 
 #define SETUP_FILE_MAX (4u << 20)
@@ -38,6 +38,23 @@ int setup_read(const char *path, char **text, bool *exists, gh_error_t *err)
                 return gh_err(err, 0, "%s is not a regular file", path);
         *exists = true;
         return gh_read_bounded(fd, SETUP_FILE_MAX, text, &len, path, err);
+}
+
+json_t *setup_json_parse(const char *text, const char *path, gh_error_t *err)
+{
+        json_error_t jerr;
+        json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+
+        if (j == NULL) {
+                gh_err(err, 0, "%s is not valid JSON: line %d column %d: %s", path, jerr.line, jerr.column, jerr.text);
+                return NULL;
+        }
+        if (!json_is_object(j)) {
+                json_decref(j);
+                gh_err(err, 0, "%s is not a JSON object", path);
+                return NULL;
+        }
+        return j;
 }
 
 static char **split_lines(const char *s, size_t *n)

@@ -23,7 +23,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "config.h" /* the build's: GPUHOOK_HOOK_PATH, GPUHOOK_RUNTIME_PATH */
-#include "oci.h"
+#include "oci.h" /* _cleanup_json_ */
 #include "setup.h"
 
 #define HOOK_NAME "nvidia-container-runtime-hook"
@@ -129,7 +129,7 @@ static void restore_backup(struct change *c)
         bool exists;
 
         if (asprintf(&bak, "%s%s", c->path, SETUP_BACKUP_SUFFIX) < 0 || setup_read(bak, &text, &exists, &e) < 0 ||
-            !exists || (j = gh_json_parse(text, strlen(text), bak, &e)) == NULL)
+            !exists || (j = setup_json_parse(text, bak, &e)) == NULL)
                 return;
         dump = json_dumps(j, JSON_INDENT(indent_of(c->old)) | JSON_PRESERVE_ORDER);
         if (dump == NULL || c->new == NULL || strncmp(dump, c->new, strlen(dump)) != 0 || strcmp(c->new + strlen(dump), "\n") != 0)
@@ -146,7 +146,7 @@ static int docker_json(const struct setup_opts *o, struct change *c, gh_error_t 
         char *dump;
 
         if (c->exists && strspn(c->old, " \t\r\n") != strlen(c->old)) {
-                j = gh_json_parse(c->old, strlen(c->old), c->path, err);
+                j = setup_json_parse(c->old, c->path, err);
                 if (j == NULL)
                         return gh_err_wrap(err, "refusing to edit it");
         } else {

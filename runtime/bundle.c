@@ -14,6 +14,7 @@
 
 #include "cleanup.h"
 #include "oci.h"
+#include "readfile.h"
 #include "runtime.h"
 
 static int read_spec(int dirfd, const char *bundle, struct stat *st, json_t **out, gh_error_t *err)
