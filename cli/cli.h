@@ -14,6 +14,7 @@ struct cli_globals {
         bool load_kmods;     /* --load-kmods */
         bool no_pivot;       /* --no-pivot (accepted for compatibility) */
         bool json_log;       /* --log-format=json */
+        const char *state_file; /* --state-file (driver-state cache); NULL with --no-cache or another --root */
 };
 
 /* Each subcommand gets argv with argv[0] = its name, and returns the process exit status.
@@ -23,6 +24,7 @@ int cmd_list(int argc, char **argv, const struct cli_globals *g) __attribute__((
 int cmd_configure(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
 int cmd_cdi(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
 int cmd_doctor(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
+int cmd_cache(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
 
 /* Exit codes, documented in --help. */
 enum {

@@ -9,6 +9,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "configure.h"
+#include "gpus.h"
 #include "log.h"
 
 static void configure_usage(FILE *out)
@@ -80,7 +81,8 @@ int cmd_configure(int argc, char **argv, const struct cli_globals *g)
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        struct gh_configure_opts o = { .root = g->root, .ldcache = g->ldcache, .user = g->user };
+        struct gh_configure_opts o = { .root = g->root, .ldcache = g->ldcache, .user = g->user,
+                                       .state_file = g->state_file };
         struct gh_configure_timings t;
         _cleanup_error_ gh_error_t err = NULL;
         int c;
@@ -172,6 +174,6 @@ int cmd_configure(int argc, char **argv, const struct cli_globals *g)
                                                      : CLI_EXIT_FAILURE;
         }
         gh_debug("configure done in %ld us (discover %ld, plan %ld, mount %ld, ldcache %ld, cgroup %ld, %s)", t.total_us,
-                 t.discover_us, t.plan_us, t.mount_us, t.ldcache_us, t.cgroup_us, t.used_nvml ? "NVML" : "fast path");
+                 t.discover_us, t.plan_us, t.mount_us, t.ldcache_us, t.cgroup_us, gh_gpus_origin_name(t.gpus_origin));
         return CLI_EXIT_OK;
 }

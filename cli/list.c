@@ -175,6 +175,7 @@ static int load_gpus(int rootfd, const struct cli_globals *g, const struct gh_se
                 return gh_gpus_fast(rootfd, list, err);
         if (g->user != NULL && gh_service_parse_user(g->user, &gopts.uid, &gopts.gid, err) < 0)
                 return -1;
+        gopts.state_file = g->state_file;
         if (gh_gpus_load(rootfd, &gopts, list, err) == 0)
                 return 0;
         if (!req->all)

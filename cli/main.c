@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "gpuhook.h"
 #include "log.h"
+#include "statecache.h"
 
 static void usage(FILE *out)
 {
@@ -18,6 +19,7 @@ static void usage(FILE *out)
                 "  info        show the driver and the GPUs (--csv, --json)\n"
                 "  list        list the host files a container would get\n"
                 "  configure   inject the driver into a container: configure --pid=PID [OPTIONS] ROOTFS\n"
+                "  cache       the driver-state cache: cache refresh|show|clear\n"
                 "\n"
                 "Global options:\n"
                 "  -r, --root=DIR         driver root (default /): ld.so.cache, PATH, /dev, /proc/driver/nvidia\n"
@@ -25,6 +27,10 @@ static void usage(FILE *out)
                 "  -u, --user=UID[:GID]   identity of the driver service child (default: the overflow uid)\n"
                 "  -d, --debug=FILE       append debug output to FILE\n"
                 "      --log-format=json  write the debug output as JSON lines\n"
+                "      --state-file=FILE  driver-state cache (default " GH_STATECACHE_DEFAULT " when --root is /;\n"
+                "                         none for another root unless given): NVML's answers kept until the\n"
+                "                         driver, its libraries, the GPUs or the MIG layout change\n"
+                "      --no-cache         neither read nor write the driver-state cache\n"
                 "  -k, --load-kmods       accepted for compatibility; gpu-cli never loads kernel modules\n"
                 "  -n, --no-pivot         accepted for compatibility\n"
                 "  -h, --help             show this help\n"
@@ -33,7 +39,7 @@ static void usage(FILE *out)
                 "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found, 4 requirement not met.\n");
 }
 
-static const char *const commands[] = { "info", "list", "configure", "cdi", "doctor" };
+static const char *const commands[] = { "info", "list", "configure", "cdi", "doctor", "cache" };
 
 static int (*command_fn(const char *name))(int, char **, const struct cli_globals *)
 {
@@ -47,6 +53,8 @@ static int (*command_fn(const char *name))(int, char **, const struct cli_global
                 return cmd_cdi;
         if (strcmp(name, "doctor") == 0)
                 return cmd_doctor;
+        if (strcmp(name, "cache") == 0)
+                return cmd_cache;
         return NULL;
 }
 
@@ -57,9 +65,11 @@ int main(int argc, char **argv)
                 { "user", required_argument, NULL, 'u' },     { "debug", required_argument, NULL, 'd' },
                 { "load-kmods", no_argument, NULL, 'k' },     { "no-pivot", no_argument, NULL, 'n' },
                 { "log-format", required_argument, NULL, 'L' }, { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, 'V' },        { NULL, 0, NULL, 0 },
+                { "version", no_argument, NULL, 'V' },        { "state-file", required_argument, NULL, 'S' },
+                { "no-cache", no_argument, NULL, 'N' },       { NULL, 0, NULL, 0 },
         };
         struct cli_globals g = { .root = "/" };
+        bool no_cache = false;
         int (*fn)(int, char **, const struct cli_globals *);
         int c;
 
@@ -73,6 +83,8 @@ int main(int argc, char **argv)
                 case 'd': g.debug = optarg; break;
                 case 'k': g.load_kmods = true; break;
                 case 'n': g.no_pivot = true; break;
+                case 'S': g.state_file = optarg; break;
+                case 'N': no_cache = true; break;
                 case 'L':
                         if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
                                 fprintf(stderr, "gpu-cli: --log-format must be 'text' or 'json', not '%s'\n", optarg);
@@ -93,6 +105,15 @@ int main(int argc, char **argv)
                 fprintf(stderr, "gpu-cli: --root '%s' must be an absolute path\n", g.root);
                 return CLI_EXIT_USAGE;
         }
+        if (g.state_file != NULL && (g.state_file[0] != '/' || g.state_file[strlen(g.state_file) - 1] == '/')) {
+                fprintf(stderr, "gpu-cli: --state-file '%s' must be an absolute file path\n", g.state_file);
+                return CLI_EXIT_USAGE;
+        }
+        /* The default cache belongs to the host's driver; another driver root has one only when asked. */
+        if (g.state_file == NULL && strcmp(g.root, "/") == 0)
+                g.state_file = GH_STATECACHE_DEFAULT;
+        if (no_cache)
+                g.state_file = NULL;
         if (g.debug != NULL && gh_log_open(g.debug, g.json_log) < 0) {
                 fprintf(stderr, "gpu-cli: cannot open debug file %s: %m; pass a writable --debug path\n", g.debug);
                 return CLI_EXIT_USAGE;

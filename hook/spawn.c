@@ -97,6 +97,10 @@ char **gh_hook_configure_argv(const struct gh_config *cfg, const struct gh_env_d
         }
         if (cfg->cli.load_kmods)
                 add(&b, "--load-kmods");
+        if (cfg->cli.state_file)
+                add(&b, "--state-file=%s", cfg->cli.state_file);
+        if (cfg->cli.no_cache)
+                add(&b, "--no-cache");
         add(&b, "configure");
         add(&b, "--pid=%d", (int) pid);
         if (d->devices.all)

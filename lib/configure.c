@@ -147,9 +147,10 @@ static int load_gpus(int droot, const struct gh_configure_opts *o, const struct 
                 go.gid = *end == ':' ? (gid_t) strtoul(end + 1, NULL, 10) : (gid_t) u;
         }
         go.source = need_nvml ? GH_GPUS_NVML : GH_GPUS_FAST;
+        go.state_file = o->state_file;
         if (gh_gpus_load(droot, &go, gpus, err) < 0)
                 return -1;
-        gh_debug("GPUs from %s: %zu", gpus->from_nvml ? "NVML service" : "fast path", gpus->n);
+        gh_debug("GPUs from %s: %zu", gh_gpus_origin_name(gpus->origin), gpus->n);
         return 0;
 }
 
@@ -326,12 +327,14 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
                 if (load_gpus(droot, o, &req, &gpus, err) < 0)
                         goto out;
                 t->used_nvml = gpus.from_nvml;
+                t->gpus_origin = gpus.origin;
                 if (gh_select_resolve(&req, &gpus, &sel, err) < 0)
                         goto out;
         } else if (o->nrequires > 0) {
                 if (load_gpus(droot, o, &req, &gpus, err) < 0)
                         goto out;
                 t->used_nvml = gpus.from_nvml;
+                t->gpus_origin = gpus.origin;
         }
         for (size_t i = 0; i < o->nrequires; i++) {
                 if (gh_require_check_expr(o->requires[i], &gpus, &sel, err) < 0) {

@@ -26,6 +26,7 @@ struct gh_configure_opts {
         const char *ldcache; /* ld.so.cache of the driver root (inside it), NULL = /etc/ld.so.cache */
         const char *path;    /* PATH searched for binaries under the driver root, NULL = default */
         const char *user;    /* "UID[:GID]" of the driver service, NULL = the overflow ids */
+        const char *state_file; /* driver-state cache (statecache.h), NULL = none */
         const char *device;  /* --device list, NULL = no GPU device nodes */
         const char *requires[GH_MAX_REQUIRES];
         size_t nrequires;
@@ -40,7 +41,8 @@ struct gh_configure_opts {
 /* Timings of the last gh_configure() call, microseconds, for logs and benchmarks. */
 struct gh_configure_timings {
         long discover_us, plan_us, mount_us, ldcache_us, cgroup_us, total_us;
-        bool used_nvml;
+        bool used_nvml;  /* NVML's facts were needed (from the service or the cache) */
+        int gpus_origin; /* enum gh_gpus_origin: where they came from */
 };
 
 /* Returns 0, or a negative value: GH_CONFIGURE_NO_DRIVER when no driver was found under the root,
