@@ -330,6 +330,7 @@ const char *gh_gpus_origin_name(enum gh_gpus_origin origin)
         switch (origin) {
         case GH_ORIGIN_NVML: return "nvml";
         case GH_ORIGIN_CACHE: return "cache";
+        case GH_ORIGIN_CUDA: return "proc+libcuda";
         case GH_ORIGIN_PROC:
         default: return "proc";
         }
@@ -387,6 +388,21 @@ int gh_gpus_load(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list
         if (opts->source == GH_GPUS_FAST) {
                 gh_debug("enumerating GPUs: fast path (proc/driver/nvidia)");
                 return gh_gpus_fast(rootfd, list, err);
+        }
+        if (opts->source == GH_GPUS_CUDA) {
+                _cleanup_error_ gh_error_t e = NULL;
+                if (gh_gpus_fast(rootfd, list, err) < 0)
+                        return -1;
+                /* The fingerprint knows which file is the driver's libcuda. */
+                if (gh_statecache_fingerprint(rootfd, NULL, &fp, &e) < 0)
+                        gh_debug("finding the driver's libcuda: %s; loading libcuda.so.1 by name", e->msg);
+                if (gh_service_cuda_version(rootfd, opts, fp.libs[1] && fp.libs[1][0] ? fp.libs[1] : NULL,
+                                            list->cuda_version, sizeof(list->cuda_version), err) < 0) {
+                        gh_gpu_list_free(list);
+                        return -1;
+                }
+                list->origin = GH_ORIGIN_CUDA;
+                return 0;
         }
         if (opts->state_file != NULL) {
                 _cleanup_error_ gh_error_t e = NULL;

@@ -55,15 +55,17 @@ struct gh_gpu_list {
                 GH_ORIGIN_PROC,              /* the fast path */
                 GH_ORIGIN_NVML,              /* the NVML service, now */
                 GH_ORIGIN_CACHE,             /* the driver-state cache (statecache.h) */
+                GH_ORIGIN_CUDA,              /* the fast path, and the CUDA version from libcuda */
         } origin;
 };
 
-/* "proc", "nvml", "cache": what `gpu-cli info` prints as "source". */
+/* "proc", "nvml", "cache", "proc+libcuda": what `gpu-cli info` prints as "source". */
 const char *gh_gpus_origin_name(enum gh_gpus_origin origin);
 
 enum gh_gpus_source {
         GH_GPUS_NVML, /* the driver service; fails when NVML cannot answer */
         GH_GPUS_FAST, /* proc/driver/nvidia only */
+        GH_GPUS_CUDA, /* the fast path plus the CUDA version from libcuda (no NVML, no cuInit) */
 };
 
 struct gh_gpus_opts {
