@@ -24,7 +24,8 @@ int cmd_list(int argc, char **argv, const struct cli_globals *g) __attribute__((
 int cmd_configure(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
 int cmd_cdi(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
 int cmd_doctor(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
-int cmd_cache(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
+int cmd_mps(int argc, char **argv, const struct cli_globals *g);
+int cmd_cache(int argc, char **argv, const struct cli_globals *g);
 
 /* Exit codes, documented in --help. */
 enum {

@@ -20,6 +20,7 @@ static void usage(FILE *out)
                 "  list        list the host files a container would get\n"
                 "  configure   inject the driver into a container: configure --pid=PID [OPTIONS] ROOTFS\n"
                 "  cache       the driver-state cache: cache refresh|show|clear\n"
+                "  mps         MPS groups with per-group limits: mps start|stop|list\n"
                 "\n"
                 "Global options:\n"
                 "  -r, --root=DIR         driver root (default /): ld.so.cache, PATH, /dev, /proc/driver/nvidia\n"
@@ -39,7 +40,7 @@ static void usage(FILE *out)
                 "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found, 4 requirement not met.\n");
 }
 
-static const char *const commands[] = { "info", "list", "configure", "cdi", "doctor", "cache" };
+static const char *const commands[] = { "info", "list", "configure", "cdi", "doctor", "mps", "cache" };
 
 static int (*command_fn(const char *name))(int, char **, const struct cli_globals *)
 {
@@ -55,6 +56,8 @@ static int (*command_fn(const char *name))(int, char **, const struct cli_global
                 return cmd_doctor;
         if (strcmp(name, "cache") == 0)
                 return cmd_cache;
+        if (strcmp(name, "mps") == 0)
+                return cmd_mps;
         return NULL;
 }
 

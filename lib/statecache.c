@@ -257,7 +257,14 @@ static int caps_entry(void *arg, const struct dirent64_raw *d)
         if (++w->entries > CAPS_MAX_ENTRIES)
                 return -E2BIG;
         put(w->t, " %s%s@%llu", w->path, d->d_name, d->d_ino);
-        if (d->d_type != DT_DIR || w->depth >= CAPS_MAX_DEPTH)
+        if (d->d_type == DT_UNKNOWN) { /* a file system that does not say: ask */
+                struct stat st;
+                if (fstatat(w->dfd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                        return 0;
+        } else if (d->d_type != DT_DIR) {
+                return 0;
+        }
+        if (w->depth >= CAPS_MAX_DEPTH)
                 return 0;
         if (len + strlen(d->d_name) + 2 >= sizeof(w->path))
                 return -ENAMETOOLONG;
