@@ -408,8 +408,9 @@ int gh_gpus_load(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list
                 _cleanup_error_ gh_error_t e = NULL;
                 if (!opts->refresh && load_cached(rootfd, opts, list))
                         return 0;
-                /* Taken before NVML answers: a change meanwhile leaves a cache that will not match. */
-                if (gh_statecache_fingerprint(rootfd, NULL, &fp, &e) < 0)
+                /* Taken before NVML answers: a change meanwhile leaves a cache that will not match.
+                 * Only root writes the cache, so only root needs it. */
+                if (geteuid() == 0 && gh_statecache_fingerprint(rootfd, NULL, &fp, &e) < 0)
                         gh_debug("driver-state cache: no fingerprint (%s); not saving", e->msg);
         }
         gh_debug("enumerating GPUs: NVML service");

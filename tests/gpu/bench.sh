@@ -186,9 +186,9 @@ else
                 BENCH_TABLE=() BENCH_BASELINE=""
                 make_bundle "$T/il-base2" "$T/rootfs" /bin/true
                 make_bundle "$T/il-libcuda" "$T/rootfs" /bin/true
-                bundle_add_hook "$T/il-libcuda" createRuntime "$GPU_CLI" gpu-cli --no-cache info --cuda-only
+                bundle_add_hook "$T/il-libcuda" createRuntime "$GPU_CLI" --no-cache info --cuda-only
                 make_bundle "$T/il-nvml" "$T/rootfs" /bin/true
-                bundle_add_hook "$T/il-nvml" createRuntime "$GPU_CLI" gpu-cli --no-cache info
+                bundle_add_hook "$T/il-nvml" createRuntime "$GPU_CLI" --no-cache info
                 bench_interleave base:"$T/il-base2" libcuda:"$T/il-libcuda" after-libcuda:"$T/il-base2" \
                         nvml:"$T/il-nvml" after-nvml:"$T/il-base2"
                 bench_il_row base "no hook (baseline)" baseline
