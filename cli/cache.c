@@ -61,10 +61,8 @@ static int refresh(const struct cli_globals *g, int timeout_ms)
 
         if ((r = open_driver(g, &rootfd)) != CLI_EXIT_OK)
                 return r;
-        if (g->user != NULL && gh_service_parse_user(g->user, &gopts.uid, &gopts.gid, &err) < 0) {
-                fprintf(stderr, "gpu-cli: %s\n", err->msg);
-                return CLI_EXIT_USAGE;
-        }
+        gopts.uid = g->uid;
+        gopts.gid = g->gid;
         gopts.timeout_ms = timeout_ms;
         /* The fingerprint first: a change while NVML answers leaves a cache that does not match. */
         if (gh_statecache_fingerprint(rootfd, NULL, &fp, &err) < 0 || gh_gpus_load(rootfd, &gopts, &list, &err) < 0 ||

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "gpuhook.h"
 #include "log.h"
+#include "service.h"
 #include "statecache.h"
 
 static void usage(FILE *out)
@@ -71,7 +72,7 @@ int main(int argc, char **argv)
                 { "version", no_argument, NULL, 'V' },        { "state-file", required_argument, NULL, 'S' },
                 { "no-cache", no_argument, NULL, 'N' },       { NULL, 0, NULL, 0 },
         };
-        struct cli_globals g = { .root = "/" };
+        struct cli_globals g = { .root = "/", .uid = (uid_t) -1, .gid = (gid_t) -1 };
         bool no_cache = false;
         int (*fn)(int, char **, const struct cli_globals *);
         int c;
@@ -117,6 +118,15 @@ int main(int argc, char **argv)
                 g.state_file = GH_STATECACHE_DEFAULT;
         if (no_cache)
                 g.state_file = NULL;
+        /* Parsed once here, so that every command refuses a bad --user the same way. */
+        if (g.user != NULL) {
+                gh_error_t err = NULL;
+                if (gh_service_parse_user(g.user, &g.uid, &g.gid, &err) < 0) {
+                        fprintf(stderr, "gpu-cli: %s\n", err->msg);
+                        gh_error_free(&err);
+                        return CLI_EXIT_USAGE;
+                }
+        }
         if (g.debug != NULL && gh_log_open(g.debug, g.json_log) < 0) {
                 fprintf(stderr, "gpu-cli: cannot open debug file %s: %m; pass a writable --debug path\n", g.debug);
                 return CLI_EXIT_USAGE;

@@ -14,14 +14,16 @@
 #include "error.h"
 #include "hookconfig.h"
 #include "oci.h"
+#include "request.h"
 #include "select.h"
 
 /* An NVIDIA_* value longer than this is refused: every real one is a few hundred bytes, and the
  * values end up in gpu-cli's argv. */
 #define GH_ENV_VALUE_MAX 65536
-#define GH_ENV_MAX_REQUIREMENTS 256
-#define GH_ENV_MAX_IMEX_CHANNELS 2048
-#define GH_IMEX_CHANNEL_LIMIT (1u << 20)
+/* Requirements and IMEX channels: the request's limits (request.h), so that what a dry run accepts
+ * gpu-cli accepts too. */
+#define GH_ENV_MAX_REQUIREMENTS GH_REQUEST_MAX_REQUIREMENTS
+#define GH_ENV_MAX_IMEX_CHANNELS GH_REQUEST_MAX_IMEX_CHANNELS
 
 /* Where the device list came from (for logs and messages). */
 enum gh_env_devices_source {
@@ -46,7 +48,13 @@ struct gh_env_decision {
         bool mig_monitor;                 /* NVIDIA_MIG_MONITOR_DEVICES=all */
         unsigned *imex_channels;
         size_t n_imex_channels;
+        char *mps_group;   /* the MPS group to join: annotation, or the env var when the config allows */
+        bool mps_from_env; /* it came from GPU_HOOK_MPS_GROUP */
 };
+
+/* The variable by which an image could ask for an MPS group: honoured only with the config key
+ * accept-mps-group-envvar (images choose their environment; orchestrators set annotations). */
+#define GH_ENV_MPS_GROUP "GPU_HOOK_MPS_GROUP"
 
 /* Applies REFERENCE §2 to spec's environment under cfg's policy.  A non-GPU container is not an
  * error: d->gpu_container is false and nothing else is filled. */
