@@ -41,24 +41,22 @@ static void usage(FILE *out)
                 "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found, 4 requirement not met.\n");
 }
 
-static const char *const commands[] = { "info", "list", "configure", "cdi", "doctor", "mps", "cache" };
+static const struct {
+        const char *name;
+        int (*fn)(int, char **, const struct cli_globals *);
+} commands[] = {
+        { "info", cmd_info },
+        { "list", cmd_list },
+        { "configure", cmd_configure },
+        { "mps", cmd_mps },
+        { "cache", cmd_cache },
+};
 
 static int (*command_fn(const char *name))(int, char **, const struct cli_globals *)
 {
-        if (strcmp(name, "info") == 0)
-                return cmd_info;
-        if (strcmp(name, "list") == 0)
-                return cmd_list;
-        if (strcmp(name, "configure") == 0)
-                return cmd_configure;
-        if (strcmp(name, "cdi") == 0)
-                return cmd_cdi;
-        if (strcmp(name, "doctor") == 0)
-                return cmd_doctor;
-        if (strcmp(name, "cache") == 0)
-                return cmd_cache;
-        if (strcmp(name, "mps") == 0)
-                return cmd_mps;
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                if (strcmp(name, commands[i].name) == 0)
+                        return commands[i].fn;
         return NULL;
 }
 
@@ -133,11 +131,7 @@ int main(int argc, char **argv)
         }
         fn = command_fn(argv[optind]);
         if (fn == NULL) {
-                bool known = false;
-                for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-                        known |= strcmp(commands[i], argv[optind]) == 0;
-                fprintf(stderr, "gpu-cli: %s command '%s'; see 'gpu-cli --help'\n",
-                        known ? "this build has no" : "unknown", argv[optind]);
+                fprintf(stderr, "gpu-cli: unknown command '%s'; see 'gpu-cli --help'\n", argv[optind]);
                 return CLI_EXIT_USAGE;
         }
         int sub = optind;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "driver.h"
 #include "gpuhook.h"
 #include "ldcache.h"
 #include "log.h"
@@ -283,29 +284,6 @@ static int caps_entry(void *arg, const struct dirent64_raw *d)
         return r;
 }
 
-static int version_from_text(const char *text, char *buf, size_t size)
-{
-        const char *p = strstr(text, "NVRM version:");
-
-        if (p == NULL)
-                return -1;
-        p += 13;
-        while (*p && *p != '\n') {
-                size_t n;
-                while (*p == ' ' || *p == '\t')
-                        p++;
-                n = strcspn(p, " \t\n");
-                if (n > 0 && n < size) {
-                        memcpy(buf, p, n);
-                        buf[n] = '\0';
-                        if (gh_version_is_dotted(buf))
-                                return 0;
-                }
-                p += n;
-        }
-        return -1;
-}
-
 int gh_statecache_fingerprint(int rootfd, char *const *libs, struct gh_statecache_fp *fp, gh_error_t *err)
 {
         struct text t = { 0 };
@@ -325,12 +303,9 @@ int gh_statecache_fingerprint(int rootfd, char *const *libs, struct gh_statecach
         }
         put(&t, "root %lu:%lu\n", (unsigned long) st.st_dev, (unsigned long) st.st_ino);
 
-        if (read_line_file(rootfd, PROC_NVIDIA "/version", true, buf, sizeof(buf), err) < 0)
+        if ((r = read_line_file(rootfd, PROC_NVIDIA "/version", true, buf, sizeof(buf), err)) < 0 ||
+            gh_driver_parse_version(buf, (size_t) r, fp->driver_version, sizeof(fp->driver_version), err) < 0)
                 goto fail;
-        if (version_from_text(buf, fp->driver_version, sizeof(fp->driver_version)) < 0) {
-                gh_err(err, 0, PROC_NVIDIA "/version: no NVRM version line with a version number");
-                goto fail;
-        }
         flatten(buf);
         put(&t, "nvrm %s\n", buf);
 

@@ -18,7 +18,7 @@
 # How binaries find lib/ (when they need it): an RPATH, not a wrapper script.  runc executes the hook's path from
 # config.json directly, so a wrapper would add a shell start to every measured container start, and
 # it would need LD_LIBRARY_PATH, which then leaks into everything the hook executes (gpu-hook must run
-# its children with a fixed environment, SECURITY.md rule 4).  It is DT_RPATH (--force-rpath), not
+# its children with a fixed environment, docs/threat-model.md#rule-4).  It is DT_RPATH (--force-rpath), not
 # DT_RUNPATH: RPATH also applies to indirect dependencies (libtirpc -> libgssapi_krb5 -> libkrb5...)
 # and wins over LD_LIBRARY_PATH.  gpu-cli and gpu-hook use $ORIGIN/../lib.  runc cannot: `runc init`
 # re-executes itself from a memfd copy (the CVE-2019-5736 fix), where $ORIGIN means nothing, so runc
@@ -95,19 +95,11 @@ cp "$REPO/tests/lib.sh" "$KIT/tests/"
 cp "$here"/*.sh "$here"/*.cu "$KIT/tests/gpu/"
 cp "$REPO/bench/common.sh" "$KIT/bench/"
 
-features=""
-for cmd in info list configure; do
-        out=$("$KIT/bin/gpu-cli" "$cmd" --help 2>&1 || true)
-        [[ $out == *"this build has no command"* ]] || features+=" gpu-cli-$cmd"
-done
-printf '{"ociVersion":"1.0.2","id":"probe","status":"stopped","pid":0,"bundle":"/"}' |
-        "$KIT/bin/gpu-hook" poststop >/dev/null 2>&1 && features+=" gpu-hook"
 {
         echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME")"
         echo "commit: $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)$(
                 git -C "$REPO" diff --quiet HEAD 2>/dev/null || echo ' (plus uncommitted changes)')"
         echo "gpu-cli: $("$KIT/bin/gpu-cli" --version)"
-        echo "landed:${features:- nothing yet}"
         echo "runc: $("$RUNC_SRC" --version | head -n 1)"
         echo "runc libraries: $RUNC_LIBDIR (filled by run.sh)"
 } >"$KIT/MANIFEST"
