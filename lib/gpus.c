@@ -20,6 +20,26 @@
 #include "service.h"
 #include "statecache.h"
 
+/* The driver-state cache is a separate static library (it needs jansson, which libgpuhook does not
+ * carry): gpu-cli links it; where it is not linked (libgpuhook.so) these are NULL and there is no
+ * cache. */
+#pragma weak gh_statecache_lookup
+#pragma weak gh_statecache_fingerprint
+#pragma weak gh_statecache_save
+#pragma weak gh_statecache_fp_free
+
+static bool have_statecache(void)
+{
+        return gh_statecache_lookup != NULL && gh_statecache_fingerprint != NULL && gh_statecache_save != NULL &&
+               gh_statecache_fp_free != NULL;
+}
+
+static void fp_free(struct gh_statecache_fp *fp)
+{
+        if (gh_statecache_fp_free != NULL)
+                gh_statecache_fp_free(fp);
+}
+
 /* The driver's proc files are a few hundred bytes; a file far larger than that is not one. */
 #define PROC_FILE_MAX (64 * 1024)
 #define PROC_NVIDIA "proc/driver/nvidia"
@@ -319,7 +339,7 @@ static void save_cached(const struct gh_gpus_opts *opts, const struct gh_stateca
 int gh_gpus_load(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list *list, gh_error_t *err)
 {
         static const struct gh_gpus_opts defaults = GH_GPUS_OPTS_DEFAULT;
-        _cleanup_statecache_fp_ struct gh_statecache_fp fp = { 0 };
+        __attribute__((cleanup(fp_free))) struct gh_statecache_fp fp = { 0 };
 
         if (opts == NULL)
                 opts = &defaults;
@@ -332,7 +352,7 @@ int gh_gpus_load(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list
                 if (gh_gpus_fast(rootfd, list, err) < 0)
                         return -1;
                 /* The fingerprint knows which file is the driver's libcuda. */
-                if (gh_statecache_fingerprint(rootfd, NULL, &fp, &e) < 0)
+                if (have_statecache() && gh_statecache_fingerprint(rootfd, NULL, &fp, &e) < 0)
                         gh_debug("finding the driver's libcuda: %s; loading libcuda.so.1 by name", e->msg);
                 if (gh_service_cuda_version(rootfd, opts, fp.libs[1] && fp.libs[1][0] ? fp.libs[1] : NULL,
                                             list->cuda_version, sizeof(list->cuda_version), err) < 0) {
@@ -342,7 +362,9 @@ int gh_gpus_load(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list
                 list->origin = GH_ORIGIN_CUDA;
                 return 0;
         }
-        if (opts->state_file != NULL) {
+        if (opts->state_file != NULL && !have_statecache())
+                gh_debug("driver-state cache: not in this build of the library; asking NVML");
+        else if (opts->state_file != NULL) {
                 _cleanup_error_ gh_error_t e = NULL;
                 if (!opts->refresh && load_cached(rootfd, opts, list))
                         return 0;
