@@ -26,6 +26,10 @@ struct cli_globals {
 int cmd_info(int argc, char **argv, const struct cli_globals *g);
 int cmd_list(int argc, char **argv, const struct cli_globals *g);
 int cmd_configure(int argc, char **argv, const struct cli_globals *g);
+int cmd_doctor(int argc, char **argv, const struct cli_globals *g);
+int cmd_ps(int argc, char **argv, const struct cli_globals *g);
+int cmd_top(int argc, char **argv, const struct cli_globals *g);
+int cmd_metrics(int argc, char **argv, const struct cli_globals *g);
 int cmd_mps(int argc, char **argv, const struct cli_globals *g);
 int cmd_cache(int argc, char **argv, const struct cli_globals *g);
 

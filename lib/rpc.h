@@ -6,6 +6,7 @@
 #ifndef GH_RPC_H
 #define GH_RPC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "error.h"
@@ -31,7 +32,7 @@ void gh_rpc_serve(int fd);
 /* Client side.  Asks the service on fd for the driver and every GPU.  timeout_ms bounds each call.
  * Errors carry code ETIMEDOUT (no answer in time), EPIPE (the service went away) or 0 (the
  * service answered with an error). */
-int gh_rpc_fetch(int fd, int timeout_ms, struct gh_gpu_list *list, gh_error_t *err);
+int gh_rpc_fetch(int fd, int timeout_ms, bool with_usage, struct gh_gpu_list *list, gh_error_t *err);
 
 /* Client side: the CUDA driver version ("13.0") from a service that loaded libcuda. */
 int gh_rpc_fetch_cuda(int fd, int timeout_ms, char *cuda, size_t size, gh_error_t *err);

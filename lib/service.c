@@ -220,7 +220,7 @@ static int with_service(int rootfd, const struct gh_gpus_opts *opts, bool cuda, 
         struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe;
         sigaction(SIGPIPE, &ign, &old_pipe);
         r = cuda ? gh_rpc_fetch_cuda(ours, opts->timeout_ms, cuda_out, cuda_size, err)
-                 : gh_rpc_fetch(ours, opts->timeout_ms, list, err);
+                 : gh_rpc_fetch(ours, opts->timeout_ms, opts->with_usage, list, err);
         sigaction(SIGPIPE, &old_pipe, NULL);
         close(TAKE_FD(ours)); /* EOF tells a healthy child to exit */
         stop_child(pid, r < 0, err);

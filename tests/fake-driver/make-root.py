@@ -268,6 +268,9 @@ def install_proc(root, prof, version):
                  'mig_mode: %s' % ('enabled' if mig is not None else g.get('mig_mode', 'disabled'))]
         if 'cuda_driver_version' in prof:
             lines.append('cuda_driver_version: %d' % prof['cuda_driver_version'])
+        for key in ('memory_total_mib', 'process_memory_mib', 'process_sm_util', 'temperature', 'power_mw'):
+            if key in g:
+                lines.append('%s: %d' % (key, g[key]))
         root.mkdir('%s/capabilities/gpu%d/mig' % (p, m))
         for d in (mig or {}).get('devices', []):
             lines.append('mig_device: %d %d %s %s' % (d['gi'], d['ci'], d['uuid'], d.get('profile', '1g.10gb')))
@@ -285,6 +288,7 @@ def install_proc(root, prof, version):
 
 
 def install_dev(root, prof):
+    root.mkdir('fake-proc')  # where a test mounts procfs for the fake process list (README.md)
     root.mkdir('dev')
     for g in prof['gpus']:
         root.chardev('dev/nvidia%d' % g['minor'], NVIDIA_MAJOR, g['minor'])
