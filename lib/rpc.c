@@ -420,6 +420,7 @@ void gh_rpc_serve(int fd)
                                 gh_rpc_cuda_1_svc(NULL, &cres, NULL);
                                 result_proc = (xdrproc_t) xdr_gh_rpc_cuda_res;
                                 result = &cres;
+                                break;
                         case GH_RPC_USAGE:
                                 if (!xdr_u_int(&x, &index)) {
                                         reply.acpted_rply.ar_stat = GARBAGE_ARGS;
