@@ -47,7 +47,9 @@ int main(void)
         EGLint n = 0;
         int nvidia = 0;
 
-        if (client == NULL || strstr(client, "EGL_EXT_device_enumeration") == NULL ||
+        /* EGL_EXT_device_base is enumeration + query in one (glvnd advertises it that way) */
+        if (client == NULL ||
+            (strstr(client, "EGL_EXT_device_enumeration") == NULL && strstr(client, "EGL_EXT_device_base") == NULL) ||
             strstr(client, "EGL_EXT_platform_device") == NULL) {
                 printf("egl: FAIL: no EGL_EXT_device_enumeration/EGL_EXT_platform_device (client extensions: %s)\n",
                        client ? client : "none");
