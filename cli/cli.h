@@ -22,6 +22,7 @@ int cmd_info(int argc, char **argv, const struct cli_globals *g) __attribute__((
 int cmd_list(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
 int cmd_configure(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
 int cmd_cdi(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
+int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
 int cmd_doctor(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
 
 /* Exit codes, documented in --help. */

@@ -18,6 +18,8 @@ static void usage(FILE *out)
                 "  info        show the driver and the GPUs (--csv, --json)\n"
                 "  list        list the host files a container would get\n"
                 "  configure   inject the driver into a container: configure --pid=PID [OPTIONS] ROOTFS\n"
+                "  cdi         CDI specs: cdi generate, cdi list\n"
+                "  cdi-hook    the createContainer hook a CDI spec runs\n"
                 "\n"
                 "Global options:\n"
                 "  -r, --root=DIR         driver root (default /): ld.so.cache, PATH, /dev, /proc/driver/nvidia\n"
@@ -33,7 +35,7 @@ static void usage(FILE *out)
                 "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found, 4 requirement not met.\n");
 }
 
-static const char *const commands[] = { "info", "list", "configure", "cdi", "doctor" };
+static const char *const commands[] = { "info", "list", "configure", "cdi", "cdi-hook", "doctor" };
 
 static int (*command_fn(const char *name))(int, char **, const struct cli_globals *)
 {
@@ -45,6 +47,8 @@ static int (*command_fn(const char *name))(int, char **, const struct cli_global
                 return cmd_configure;
         if (strcmp(name, "cdi") == 0)
                 return cmd_cdi;
+        if (strcmp(name, "cdi-hook") == 0)
+                return cmd_cdi_hook;
         if (strcmp(name, "doctor") == 0)
                 return cmd_doctor;
         return NULL;

@@ -193,7 +193,7 @@ static int read_container_cache(int rootfd, int procfd, struct gh_ldcache **cach
         return 0;
 }
 
-static int update_ldcache(const struct gh_plan *plan, int rootfd, int procfd, gh_error_t *err)
+int gh_configure_update_ldcache(const struct gh_plan *plan, int rootfd, int procfd, gh_error_t *err)
 {
         struct gh_ldcache *old = NULL;
         struct gh_ldcache_set set = { 0 };
@@ -404,7 +404,7 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
                 if (gh_caps_enter(GH_PHASE_LDCONFIG, err) < 0 || gh_ldconfig_run(ldconfig_fd, rootfd, dirs, err) < 0)
                         goto out;
         } else if (plan.nlibs > 0) {
-                if (gh_caps_enter(GH_PHASE_LDCACHE, err) < 0 || update_ldcache(&plan, rootfd, ns.proc_fd, err) < 0)
+                if (gh_caps_enter(GH_PHASE_LDCACHE, err) < 0 || gh_configure_update_ldcache(&plan, rootfd, ns.proc_fd, err) < 0)
                         goto out;
         }
         t->ldcache_us = now_us() - t1;

@@ -49,4 +49,10 @@ struct gh_configure_timings {
 #define GH_CONFIGURE_UNMET (-4)
 int gh_configure(const struct gh_configure_opts *opts, struct gh_configure_timings *timings, gh_error_t *err);
 
+/* Writes the container's /etc/ld.so.cache: the image's entries (read only from a regular file) plus
+ * the plan's libraries, which win over the image's own of the same name.  rootfd is the container's
+ * root, procfd a procfs of our pid namespace (or AT_FDCWD). */
+struct gh_plan;
+int gh_configure_update_ldcache(const struct gh_plan *plan, int rootfd, int procfd, gh_error_t *err);
+
 #endif
