@@ -38,15 +38,18 @@ static bool same_ns(int dirfd, const char *path, const struct stat *self)
         return fstatat(dirfd, path, &st, 0) == 0 && st.st_dev == self->st_dev && st.st_ino == self->st_ino;
 }
 
-/* A createContainer hook runs in the container's mount namespace, before pivot_root.  Anywhere
- * else (a createRuntime or prestart hook, a shell) its mounts would be made in the host's
- * namespace and its files written through the host's view of the rootfs: refuse.
- *
- * The state's pid is the container's init, numbered in the container's pid namespace (runc: 1)
- * or in the runtime's: it is looked up in the container's own procfs (rootfs/proc, mounted by the
- * runtime before these hooks; only a real procfs counts) and then in ours. */
+/* A createContainer hook runs in the container's mount namespace, before pivot_root, after the
+ * runtime mounted the container's /proc.  Anywhere else (a createRuntime or prestart hook, a
+ * shell) its mounts would be made in the host's namespace and its files written through the
+ * host's view of the rootfs: refuse.  Two facts prove where we are: ROOTFS/proc, resolved in the
+ * root, is a procfs (in the host's namespace it is the image's empty directory), and the
+ * container's init shares our mount namespace.  The state's pid is that init, numbered in the
+ * container's pid namespace (runc: 1) or the runtime's: it is looked up in that procfs, then in
+ * ours. */
 static int check_container_namespace(pid_t pid, int rootfd, const char *rootfs, gh_error_t *err)
 {
+        static const char where[] =
+                "gpu-cli cdi-hook must run as a createContainer hook (the CDI spec's hookName), not createRuntime, prestart or by hand";
         _cleanup_error_ gh_error_t e = NULL;
         _cleanup_close_ int cproc = -1;
         struct stat self, root, fs;
@@ -54,24 +57,23 @@ static int check_container_namespace(pid_t pid, int rootfd, const char *rootfs, 
         char path[64];
 
         if (pid <= 0)
-                return gh_err(err, EINVAL, "the OCI state has no \"pid\": run gpu-cli cdi-hook as a createContainer hook");
+                return gh_err(err, EINVAL, "the OCI state has no \"pid\": %s", where);
         if (stat("/", &root) < 0 || fstat(rootfd, &fs) < 0)
                 return gh_err(err, errno, "looking at the container root %s", rootfs);
         if (root.st_dev == fs.st_dev && root.st_ino == fs.st_ino)
-                return gh_err(err, EINVAL,
-                              "the container root %s is our own /: gpu-cli cdi-hook must run as a createContainer hook, before the container pivots",
-                              rootfs);
+                return gh_err(err, EINVAL, "the container root %s is our own /: %s", rootfs, where);
         if (stat("/proc/self/ns/mnt", &self) < 0)
                 return gh_err(err, errno, "reading our mount namespace");
-        snprintf(path, sizeof(path), "%d/ns/mnt", (int) pid);
         cproc = gh_resolve(rootfd, "/proc", O_RDONLY | O_DIRECTORY, &e);
-        if (cproc >= 0 && fstatfs(cproc, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC && same_ns(cproc, path, &self))
+        if (cproc < 0 || fstatfs(cproc, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC)
+                return gh_err(err, EPERM, "not in the container's mount namespace (its /proc is not mounted here): %s", where);
+        snprintf(path, sizeof(path), "%d/ns/mnt", (int) pid);
+        if (same_ns(cproc, path, &self))
                 return 0;
         snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int) pid);
         if (same_ns(AT_FDCWD, path, &self))
                 return 0;
-        return gh_err(err, EPERM,
-                      "not in the container's mount namespace: gpu-cli cdi-hook must run as a createContainer hook (the CDI spec's hookName), not createRuntime or prestart");
+        return gh_err(err, EPERM, "not in the container's mount namespace: %s", where);
 }
 
 /* The GPUs whose /dev/nvidiaN the runtime was told to create: their /proc/driver/nvidia/gpus

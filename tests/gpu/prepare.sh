@@ -2,7 +2,7 @@
 # Runs HERE (the CPU machine): builds the GPU-machine kit into .gpukit/ at the repo root.
 #
 #   bash tests/gpu/prepare.sh          then, through the device tool, with carry [".gpukit"]:
-#   bash tests/gpu/run.sh; bash tests/gpu/bench.sh
+#   bash tests/gpu/run.sh; bash tests/gpu/bench.sh; bash tests/gpu/run-cdi.sh
 #
 # The GPU machine (Ubuntu 24.04) has no -dev packages, no runc and no network, so the kit carries:
 #   bin/gpu-cli, bin/gpu-hook   release build of this tree
@@ -52,7 +52,7 @@ fi
 ninja -C "$BUILD" cli/gpu-cli hook/gpu-hook >/dev/null || die "build failed; run ninja -C $BUILD"
 
 rm -rf "$KIT"
-mkdir -p "$KIT/bin" "$KIT/lib" "$KIT/tests/gpu" "$KIT/bench"
+mkdir -p "$KIT/bin" "$KIT/lib" "$KIT/tests/gpu" "$KIT/tests/helpers" "$KIT/bench"
 cp "$BUILD/cli/gpu-cli" "$BUILD/hook/gpu-hook" "$KIT/bin/"
 cp "$RUNC_SRC" "$KIT/bin/runc"
 cp "$BUSYBOX_SRC" "$KIT/bin/busybox"
@@ -92,11 +92,12 @@ for bin in gpu-cli gpu-hook; do
 done
 
 cp "$REPO/tests/lib.sh" "$KIT/tests/"
-cp "$here"/run.sh "$here"/bench.sh "$here"/vector_add.cu "$KIT/tests/gpu/"
+cp "$here"/run.sh "$here"/run-cdi.sh "$here"/bench.sh "$here"/vector_add.cu "$KIT/tests/gpu/"
+cp "$REPO/tests/helpers/cdi-apply.py" "$KIT/tests/helpers/"
 cp "$REPO/bench/common.sh" "$KIT/bench/"
 
 features=""
-for cmd in info list configure; do
+for cmd in info list configure cdi; do
         out=$("$KIT/bin/gpu-cli" "$cmd" --help 2>&1 || true)
         [[ $out == *"this build has no command"* ]] || features+=" gpu-cli-$cmd"
 done
