@@ -24,6 +24,7 @@ int cmd_configure(int argc, char **argv, const struct cli_globals *g) __attribut
 int cmd_cdi(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
 int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
 int cmd_doctor(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
+int cmd_mps(int argc, char **argv, const struct cli_globals *g);
 
 /* Exit codes, documented in --help. */
 enum {

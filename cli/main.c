@@ -20,6 +20,7 @@ static void usage(FILE *out)
                 "  configure   inject the driver into a container: configure --pid=PID [OPTIONS] ROOTFS\n"
                 "  cdi         CDI specs: cdi generate, cdi list\n"
                 "  cdi-hook    the createContainer hook a CDI spec runs\n"
+                "  mps         MPS groups with per-group limits: mps start|stop|list\n"
                 "\n"
                 "Global options:\n"
                 "  -r, --root=DIR         driver root (default /): ld.so.cache, PATH, /dev, /proc/driver/nvidia\n"
@@ -35,7 +36,7 @@ static void usage(FILE *out)
                 "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found, 4 requirement not met.\n");
 }
 
-static const char *const commands[] = { "info", "list", "configure", "cdi", "cdi-hook", "doctor" };
+static const char *const commands[] = { "info", "list", "configure", "cdi", "cdi-hook", "doctor", "mps" };
 
 static int (*command_fn(const char *name))(int, char **, const struct cli_globals *)
 {
@@ -51,6 +52,8 @@ static int (*command_fn(const char *name))(int, char **, const struct cli_global
                 return cmd_cdi_hook;
         if (strcmp(name, "doctor") == 0)
                 return cmd_doctor;
+        if (strcmp(name, "mps") == 0)
+                return cmd_mps;
         return NULL;
 }
 

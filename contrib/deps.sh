@@ -12,11 +12,12 @@ GH_DEPS=(
         python3 file util-linux time patchelf valgrind
 )
 
-# Packages of GH_DEPS that are not installed.
+# Packages of GH_DEPS that are not installed.  Safe under `set -euo pipefail`: dpkg-query exits 1
+# for a package it has never heard of, which is exactly the case to report, not a reason to stop.
 gh_missing_deps() {
         local p status
         for p in "${GH_DEPS[@]}"; do
-                status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)
+                status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null) || status=
                 [ "$status" = installed ] || echo "$p"
         done
 }
@@ -27,7 +28,12 @@ gh_install_deps() {
                 echo "deps: not a Debian/Ubuntu system; install by hand: ${GH_DEPS[*]}" >&2
                 return 0
         fi
-        mapfile -t missing < <(gh_missing_deps)
+        # A command substitution, not `< <(...)`: a failure inside a process substitution is lost
+        # and would read as "nothing missing".
+        local list
+        list=$(gh_missing_deps) || { echo "deps: cannot list installed packages (dpkg-query failed)" >&2; return 1; }
+        mapfile -t missing <<<"$list"
+        [ -n "$list" ] || missing=()
         if [ ${#missing[@]} -eq 0 ]; then
                 echo "deps: all ${#GH_DEPS[@]} packages already installed"
                 return 0

@@ -1,0 +1,281 @@
+/* gpu-cli mps: start, stop and list MPS groups (lib/mps.h, docs/mps.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capability.h"
+#include "cleanup.h"
+#include "cli.h"
+#include "driver.h"
+#include "gpus.h"
+#include "mps.h"
+#include "rootfs.h"
+#include "select.h"
+
+static void usage(FILE *out)
+{
+        fprintf(out,
+                "Usage: gpu-cli [GLOBAL OPTIONS] mps start NAME --device=ID [--threads=PERCENT] [--memory=SIZE]\n"
+                "       gpu-cli [GLOBAL OPTIONS] mps stop NAME\n"
+                "       gpu-cli [GLOBAL OPTIONS] mps list [--json]\n"
+                "\n"
+                "An MPS group is one CUDA MPS control daemon, for one GPU, with its own pipe directory and its own\n"
+                "/dev/shm.  Limits are set on the daemon, so they bind every client of the group: containers join\n"
+                "with the annotation " "org.gpu-hook.mps-group=NAME" " (see docs/mps.md).\n"
+                "\n"
+                "  --device=ID        the GPU: index, UUID or PCI bus id\n"
+                "  --threads=PERCENT  set_default_active_thread_percentage (1-100)\n"
+                "  --memory=SIZE      set_default_device_pinned_mem_limit, e.g. 4G or 512M\n"
+                "  --dir=DIR          where groups live (default " GH_MPS_DEFAULT_DIR ")\n"
+                "  --json             list as JSON: [{\"name\", \"gpu_uuid\", \"gpu_index\", \"threads\",\n"
+                "                     \"memory_mib\", \"pid\", \"alive\", \"clients\": [pid], \"dir\"}]\n"
+                "\n"
+                "The compute mode is never changed: enforcement against processes that bypass MPS needs the\n"
+                "EXCLUSIVE_PROCESS mode, an administrator's choice (nvidia-smi -c EXCLUSIVE_PROCESS).\n"
+                "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found.\n");
+}
+
+/* The host path of nvidia-cuda-mps-control of the driver under g->root. */
+static int find_control(const struct cli_globals *g, int rootfd, char **path, gh_error_t *err)
+{
+        struct gh_driver_opts o = { .caps = GH_CAP_COMPUTE, .ldcache = g->ldcache, .no_persistenced = true,
+                                    .no_fabricmanager = true, .no_gsp_firmware = true };
+        struct gh_driver *drv = NULL;
+        int r = -1;
+
+        *path = NULL;
+        if (gh_driver_discover(rootfd, &o, &drv, err) < 0)
+                return -1;
+        for (size_t i = 0; i < drv->bins.n; i++) {
+                const char *p = drv->bins.v[i].path, *base = strrchr(p, '/');
+                if (strcmp(base ? base + 1 : p, GH_MPS_CONTROL) == 0) {
+                        r = asprintf(path, "%s%s", strcmp(g->root, "/") == 0 ? "" : g->root, p) < 0 ? -1 : 0;
+                        break;
+                }
+        }
+        gh_driver_free(drv);
+        if (r < 0 && *path == NULL)
+                return gh_err(err, 0, "the driver under %s has no " GH_MPS_CONTROL "; install the driver's MPS programs",
+                              g->root);
+        return r;
+}
+
+static int start(int argc, char **argv, const struct cli_globals *g, const char *dir)
+{
+        _cleanup_error_ gh_error_t err = NULL;
+        _cleanup_close_ int rootfd = -1;
+        _cleanup_free_ char *control = NULL;
+        _cleanup_gpu_list_ struct gh_gpu_list gpus = { 0 };
+        _cleanup_select_request_ struct gh_select_request req = { 0 };
+        _cleanup_selection_ struct gh_selection sel = { 0 };
+        struct gh_mps_start o = { .dir = dir };
+        struct gh_mps_group grp;
+        const char *device = NULL, *memory = NULL;
+        char *end;
+
+        for (int i = 2; i < argc; i++) {
+                if (strncmp(argv[i], "--device=", 9) == 0)
+                        device = argv[i] + 9;
+                else if (strncmp(argv[i], "--threads=", 10) == 0) {
+                        long t = strtol(argv[i] + 10, &end, 10);
+                        if (*end != '\0' || end == argv[i] + 10 || t < 1 || t > 100) {
+                                fprintf(stderr, "gpu-cli mps: invalid %s: give a percentage from 1 to 100\n", argv[i]);
+                                return CLI_EXIT_USAGE;
+                        }
+                        o.threads = (int) t;
+                } else if (strncmp(argv[i], "--memory=", 9) == 0)
+                        memory = argv[i] + 9;
+                else {
+                        fprintf(stderr, "gpu-cli mps start: unknown argument '%s'; see 'gpu-cli mps --help'\n", argv[i]);
+                        return CLI_EXIT_USAGE;
+                }
+        }
+        o.name = argv[1];
+        if (gh_mps_name_check(o.name, &err) < 0 || (memory && gh_mps_parse_size(memory, &o.memory_mib, &err) < 0)) {
+                fprintf(stderr, "gpu-cli mps: %s\n", err->msg);
+                return CLI_EXIT_USAGE;
+        }
+        if (device == NULL) {
+                fprintf(stderr, "gpu-cli mps start: --device=ID is required (a GPU index, UUID or bus id)\n");
+                return CLI_EXIT_USAGE;
+        }
+        rootfd = gh_rootfs_open(g->root, &err);
+        if (rootfd < 0 || gh_gpus_fast(rootfd, &gpus, &err) < 0 || find_control(g, rootfd, &control, &err) < 0)
+                goto fail;
+        if (gh_select_parse(device, &req, &err) < 0 || gh_select_resolve(&req, &gpus, &sel, &err) < 0)
+                goto fail;
+        if (req.all || req.none || req.is_void || sel.ngpus != 1 || sel.nmigs != 0) {
+                fprintf(stderr, "gpu-cli mps start: --device=%s must name exactly one whole GPU\n", device);
+                return CLI_EXIT_USAGE;
+        }
+        o.control = control;
+        o.gpu = sel.gpus[0];
+        if (gh_mps_start(&o, &grp, &err) < 0)
+                goto fail;
+        printf("MPS group %s started on GPU %u (%s): daemon pid %d%s%s\n", grp.name, grp.gpu_index, grp.gpu_uuid,
+               (int) grp.pid, o.threads ? ", threads limited" : "", o.memory_mib ? ", memory limited" : "");
+        return CLI_EXIT_OK;
+fail:
+        fprintf(stderr, "gpu-cli mps start: %s\n", err->msg);
+        return err->code == ENODEV ? CLI_EXIT_NO_DRIVER : CLI_EXIT_FAILURE;
+}
+
+/* Client pids of a live group: get_server_list, then get_client_list of each server. */
+static json_t *group_clients(const char *dir, const struct gh_mps_group *grp, const char *control)
+{
+        json_t *pids = json_array();
+        _cleanup_free_ char *servers = NULL;
+        _cleanup_error_ gh_error_t e = NULL;
+
+        if (pids == NULL || !grp->alive || control == NULL ||
+            gh_mps_control(dir, grp->name, control, "get_server_list\n", &servers, &e) < 0)
+                return pids;
+        for (char *tok = strtok(servers, " \t\n"); tok; tok = strtok(NULL, " \t\n")) {
+                char *end, cmd[64];
+                long server = strtol(tok, &end, 10);
+                _cleanup_free_ char *clients = NULL;
+                _cleanup_error_ gh_error_t e2 = NULL;
+                if (*end != '\0' || server <= 0)
+                        continue;
+                snprintf(cmd, sizeof(cmd), "get_client_list %ld\n", server);
+                if (gh_mps_control(dir, grp->name, control, cmd, &clients, &e2) < 0)
+                        continue;
+                for (char *c = clients, *save = NULL, *t; (t = strtok_r(c, " \t\n", &save)) != NULL; c = NULL) {
+                        long pid = strtol(t, &end, 10);
+                        if (*end == '\0' && pid > 0)
+                                json_array_append_new(pids, json_integer(pid));
+                }
+        }
+        return pids;
+}
+
+static int list(int argc, char **argv, const struct cli_globals *g, const char *dir)
+{
+        _cleanup_error_ gh_error_t err = NULL;
+        _cleanup_free_ struct gh_mps_group *groups = NULL;
+        _cleanup_free_ char *control = NULL;
+        _cleanup_close_ int rootfd = -1;
+        bool json = false;
+        size_t n = 0;
+        json_t *arr;
+
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--json") == 0)
+                        json = true;
+                else {
+                        fprintf(stderr, "gpu-cli mps list: unknown argument '%s'\n", argv[i]);
+                        return CLI_EXIT_USAGE;
+                }
+        }
+        if (gh_mps_list(dir, &groups, &n, &err) < 0) {
+                fprintf(stderr, "gpu-cli mps list: %s\n", err->msg);
+                return CLI_EXIT_FAILURE;
+        }
+        /* clients need the control program; a missing driver only loses that column */
+        rootfd = gh_rootfs_open(g->root, &err);
+        if (rootfd < 0 || find_control(g, rootfd, &control, &err) < 0)
+                gh_error_free(&err);
+        arr = json_array();
+        for (size_t i = 0; i < n && arr; i++) {
+                const struct gh_mps_group *grp = &groups[i];
+                char path[4096];
+                snprintf(path, sizeof(path), "%s/%s", dir ? dir : GH_MPS_DEFAULT_DIR, grp->name);
+                json_array_append_new(
+                        arr, json_pack("{s:s, s:s, s:i, s:i, s:I, s:i, s:b, s:o, s:s}", "name", grp->name, "gpu_uuid",
+                                       grp->gpu_uuid, "gpu_index", (int) grp->gpu_index, "threads", grp->threads,
+                                       "memory_mib", (json_int_t) grp->memory_mib, "pid", (int) grp->pid, "alive",
+                                       grp->alive, "clients", group_clients(dir, grp, control), "dir", path));
+        }
+        if (arr == NULL)
+                return CLI_EXIT_FAILURE;
+        if (json) {
+                char *s = json_dumps(arr, JSON_INDENT(2));
+                if (s)
+                        puts(s);
+                free(s);
+        } else {
+                printf("%-20s %-5s %-8s %-10s %-8s %-6s %s\n", "NAME", "GPU", "THREADS", "MEMORY", "PID", "STATE",
+                       "CLIENTS");
+                size_t i;
+                json_t *o;
+                json_array_foreach(arr, i, o) {
+                        const struct gh_mps_group *grp = &groups[i];
+                        char threads[16] = "-", memory[32] = "-", clients[256] = "";
+                        size_t k, len = 0;
+                        json_t *c;
+                        if (grp->threads)
+                                snprintf(threads, sizeof(threads), "%d%%", grp->threads);
+                        if (grp->memory_mib)
+                                snprintf(memory, sizeof(memory), "%lluM", grp->memory_mib);
+                        json_array_foreach(json_object_get(o, "clients"), k, c)
+                                if (len < sizeof(clients) - 16)
+                                        len += (size_t) snprintf(clients + len, sizeof(clients) - len, "%s%lld",
+                                                                 len ? "," : "", (long long) json_integer_value(c));
+                        printf("%-20s %-5u %-8s %-10s %-8d %-6s %s\n", grp->name, grp->gpu_index, threads, memory,
+                               (int) grp->pid, grp->alive ? "alive" : "dead", len ? clients : "-");
+                }
+        }
+        json_decref(arr);
+        return CLI_EXIT_OK;
+}
+
+int cmd_mps(int argc, char **argv, const struct cli_globals *g)
+{
+        const char *dir = NULL;
+        char *args[64];
+        int n = 0;
+
+        /* --dir may stand anywhere after "mps" */
+        for (int i = 0; i < argc && n < 63; i++) {
+                if (strncmp(argv[i], "--dir=", 6) == 0) {
+                        dir = argv[i] + 6;
+                        if (dir[0] != '/') {
+                                fprintf(stderr, "gpu-cli mps: --dir '%s' must be an absolute path\n", dir);
+                                return CLI_EXIT_USAGE;
+                        }
+                } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+                        usage(stdout);
+                        return CLI_EXIT_OK;
+                } else {
+                        args[n++] = argv[i];
+                }
+        }
+        args[n] = NULL;
+        if (n < 2) {
+                usage(stderr);
+                return CLI_EXIT_USAGE;
+        }
+        if (strcmp(args[1], "list") == 0)
+                return list(n - 1, args + 1, g, dir);
+        if (strcmp(args[1], "start") == 0 || strcmp(args[1], "stop") == 0) {
+                if (n < 3) {
+                        fprintf(stderr, "gpu-cli mps %s: name the group: gpu-cli mps %s NAME\n", args[1], args[1]);
+                        return CLI_EXIT_USAGE;
+                }
+                if (strcmp(args[1], "start") == 0)
+                        return start(n - 1, args + 1, g, dir);
+                if (n > 3) {
+                        fprintf(stderr, "gpu-cli mps stop: unexpected argument '%s'\n", args[3]);
+                        return CLI_EXIT_USAGE;
+                }
+                _cleanup_error_ gh_error_t err = NULL;
+                _cleanup_free_ char *control = NULL;
+                _cleanup_close_ int rootfd = gh_rootfs_open(g->root, &err);
+                if (rootfd < 0 || find_control(g, rootfd, &control, &err) < 0) {
+                        /* without the client the daemon is still stopped, by signal */
+                        gh_error_free(&err);
+                }
+                if (gh_mps_stop(dir, args[2], control, 0, &err) < 0) {
+                        fprintf(stderr, "gpu-cli mps stop: %s\n", err->msg);
+                        return err->code == ENOENT ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+                }
+                printf("MPS group %s stopped\n", args[2]);
+                return CLI_EXIT_OK;
+        }
+        fprintf(stderr, "gpu-cli mps: unknown command '%s'; use start, stop or list\n", args[1]);
+        return CLI_EXIT_USAGE;
+}

@@ -1,0 +1,102 @@
+#!/bin/bash
+# gpu-cli mps start/stop/list with the fake nvidia-cuda-mps-control (tests/fake-driver/mps-control.c):
+# the daemon runs with the group's pipe directory, its own /dev/shm and the group's GPU, the limits
+# reach it through its control interface, bad input leaves nothing behind, and stop leaves no
+# process, mount or directory.
+. "${GH_SOURCE_DIR:?}/tests/lib.sh"
+t_need_root
+MKROOT=$GH_SOURCE_DIR/tests/fake-driver/make-root.sh
+CLI=${GPU_CLI:?}
+
+DRV=$T/drv
+bash "$MKROOT" "$DRV" >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_fail "make-root.sh"; t_done; }
+D=$T/mps
+G=("$CLI" --root="$DRV" mps --dir="$D")
+UUID0=$(sed -n 's/^GPU UUID:[[:space:]]*//p' "$DRV"/proc/driver/nvidia/gpus/$(ls "$DRV/proc/driver/nvidia/gpus" | sort | head -n1)/information)
+UUID1=$(sed -n 's/^GPU UUID:[[:space:]]*//p' "$DRV"/proc/driver/nvidia/gpus/$(ls "$DRV/proc/driver/nvidia/gpus" | sort | sed -n 2p)/information)
+host_mountinfo_snapshot "$T/mi-before"
+shm_before=$(ls /dev/shm | sort)
+
+# gone PID: exited (a zombie counts: PID 1 of a test sandbox may not reap)
+gone() { ! kill -0 "$1" 2>/dev/null || grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
+daemons() { pgrep -f "^nvidia-cuda-mps-control -f" | tr '\n' ' '; }
+# state KEY GROUP: a field of the group's state file
+state() { sed -n "s/^$1=//p" "$D/$2/group"; }
+
+# --- start with limits
+t_ok "mps start g1 on GPU 1 with --threads=30 --memory=4G" "${G[@]}" start g1 --device=1 --threads=30 --memory=4G
+pid=$(state pid g1)
+t_ok "the daemon runs (pid $pid)" kill -0 "$pid"
+t_is "$(tr '\0' ' ' </proc/$pid/cmdline)" "nvidia-cuda-mps-control -f " "it is the driver's control program in the foreground"
+env_of=$(tr '\0' '\n' </proc/$pid/environ)
+t_match "$env_of" "^CUDA_MPS_PIPE_DIRECTORY=$D/g1/pipe\$" "its pipe directory is the group's"
+t_match "$env_of" "^CUDA_VISIBLE_DEVICES=$UUID1\$" "it sees only the group's GPU (by UUID)"
+t_nomatch "$env_of" "^(LD_PRELOAD|HOME|TERM)=" "it inherits nothing from gpu-cli's environment"
+t_is "$(grep -c . "$D/g1/log/commands.log")" 2 "two commands reached the daemon"
+t_match "$(cat "$D/g1/log/commands.log")" "^set_default_active_thread_percentage 30\$" "thread percentage set through the control interface"
+t_match "$(cat "$D/g1/log/commands.log")" "^set_default_device_pinned_mem_limit 0 4096M\$" "pinned memory limit set for the daemon's device 0, in MiB"
+t_ok "the daemon's /dev/shm is the group's tmpfs" test -e "$D/g1/shm/fake-mps-control.$pid"
+t_not "... not the host's /dev/shm" test -e "/dev/shm/fake-mps-control.$pid"
+t_is "$(stat -f -c %T "$D/g1/shm")" tmpfs "the group's shm is a tmpfs"
+t_is "$(stat -c %a "$D/g1")" 755 "the group directory is 0755"
+
+# --- list
+out=$("${G[@]}" list)
+t_match "$out" "^g1 +1 +30% +4096M +$pid +alive +-\$" "list shows the group, its GPU, limits, pid and no clients"
+t_is "$("${G[@]}" list --json | python3 -c 'import json,sys; g=json.load(sys.stdin)[0]; print(g["name"], g["gpu_uuid"], g["threads"], g["memory_mib"], g["alive"], g["clients"])')" \
+        "g1 $UUID1 30 4096 True []" "list --json"
+# a client that stays connected is listed
+(echo hold | CUDA_MPS_PIPE_DIRECTORY=$D/g1/pipe "$DRV/usr/bin/nvidia-cuda-mps-control" >/dev/null 2>&1) &
+holder=$!
+for _ in $(seq 50); do [ -n "$(state pid g1)" ] && "${G[@]}" list --json | grep -q '"clients": \[$' && break; sleep 0.1; done
+client=$(pgrep -f -P "$holder" nvidia-cuda-mps-control || pgrep -n -f "^$DRV/usr/bin/nvidia-cuda-mps-control\$")
+t_match "$("${G[@]}" list --json | tr -d ' \n')" "\"clients\":\[$client\]" "a connected client is listed by pid"
+kill "$client" 2>/dev/null; wait "$holder" 2>/dev/null
+
+# --- refusals leave nothing behind
+t_not "a second group of the same name is refused" "${G[@]}" start g1 --device=0
+t_match "$("${G[@]}" start g1 --device=0 2>&1)" "MPS group 'g1' exists; stop it first" "... saying so"
+t_is "$(daemons | wc -w)" 1 "... and starts no second daemon"
+for bad in ../x a/b "" .hidden -x "$(printf 'x%.0s' $(seq 65))" 'a b' 'g;rm'; do
+        t_not "name '$bad' refused" "${G[@]}" start "$bad" --device=0
+done
+t_is "$(ls "$D")" g1 "no directory was created for a refused name"
+t_not "an unknown device is refused" "${G[@]}" start g2 --device=7
+t_match "$("${G[@]}" start g2 --device=GPU-nope 2>&1)" "unknown device 'GPU-nope'" "... naming the device"
+t_not "all is refused (one GPU per group)" "${G[@]}" start g2 --device=all
+t_not "--threads=0 is refused" "${G[@]}" start g2 --device=0 --threads=0
+t_not "--threads=101 is refused" "${G[@]}" start g2 --device=0 --threads=101
+t_not "--memory=lots is refused" "${G[@]}" start g2 --device=0 --memory=lots
+t_not "--device is required" "${G[@]}" start g2
+t_is "$(ls "$D")" g1 "nothing was created by the refused starts"
+
+# --- a daemon that dies at once, and one that refuses the limits
+echo die >"$DRV/usr/bin/.fake-mps-mode"
+t_not "a daemon that exits at once fails the start" "${G[@]}" start g3 --device=0
+t_match "$("${G[@]}" start g3 --device=0 2>&1)" "exited at once: fake nvidia-cuda-mps-control: told to die" "... quoting its last log line"
+echo refuse-limits >"$DRV/usr/bin/.fake-mps-mode"
+t_match "$("${G[@]}" start g3 --device=0 --threads=50 2>&1)" "refused the limits of group 'g3': Error: invalid value" "refused limits fail the start"
+rm -f "$DRV/usr/bin/.fake-mps-mode"
+t_is "$(ls "$D")" g1 "failed starts leave no directory"
+t_is "$(daemons | wc -w)" 1 "... and no daemon"
+
+# --- stop
+t_ok "mps stop g1" "${G[@]}" stop g1
+t_ok "the daemon is gone" gone "$pid"
+t_not "the group directory is removed" test -e "$D/g1"
+t_is "$(ls "$D")" "" "nothing is left under the group directory"
+t_not "stopping it again fails" "${G[@]}" stop g1
+t_match "$("${G[@]}" stop g1 2>&1)" "no MPS group 'g1'" "... naming it"
+
+# a daemon that ignores quit is killed, with the servers of its session
+echo ignore-quit >"$DRV/usr/bin/.fake-mps-mode"
+t_ok "start a group whose daemon ignores quit" "${G[@]}" start g4 --device=0
+pid=$(state pid g4)
+rm -f "$DRV/usr/bin/.fake-mps-mode"
+t_ok "mps stop g4" "${G[@]}" stop g4
+t_ok "its daemon was killed" gone "$pid"
+t_is "$(daemons)" "" "no MPS daemon is left"
+mountinfo_unchanged "the host mount table is as before" "$T/mi-before"
+t_is "$(ls /dev/shm | sort)" "$shm_before" "the host's /dev/shm is as before"
+t_is "$("${G[@]}" list --json)" "[]" "list is empty"
+t_done
