@@ -5,11 +5,15 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "error.h"
+
 /* Global options, parsed by main.c before the subcommand. */
 struct cli_globals {
         const char *root;    /* --root: driver root, default "/" */
         const char *ldcache; /* --ldcache: default "/etc/ld.so.cache" under root */
         const char *user;    /* --user=UID[:GID]: identity of the driver service, default overflow uid */
+        uid_t uid;           /* --user, parsed once by main.c; (uid_t) -1 when not given */
+        gid_t gid;
         const char *debug;   /* --debug=FILE */
         bool load_kmods;     /* --load-kmods */
         bool no_pivot;       /* --no-pivot (accepted for compatibility) */
@@ -25,6 +29,22 @@ int cmd_cdi(int argc, char **argv, const struct cli_globals *g) __attribute__((w
 int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
 int cmd_doctor(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
 int cmd_mps(int argc, char **argv, const struct cli_globals *g);
+
+/* A request seeded from the global options (--user); gh_request_init()ed by the caller. */
+struct gh_request;
+int cli_request_init(struct gh_request *req, const struct cli_globals *g, gh_error_t *err);
+
+/* The exit status for an error (CLI_EXIT_*). */
+int cli_exit_status(const struct gpuhook_error *err);
+
+/* The plan as JSON (plan-json.c, schema in docs/plan.md).  sections: bits 1 << GH_ROLE_*; with
+ * CLI_PLAN_ALL the document also has "layout", "proc", "cgroup" and "ldcache". */
+struct gh_plan;
+typedef struct json_t json_t;
+#define CLI_PLAN_ALL 0x3fu
+json_t *cli_plan_json(const struct gh_plan *plan, const char *root, unsigned sections);
+/* Prints the document (indented) on stdout and frees it; -1 when it could not be written. */
+int cli_print_json(json_t *doc);
 
 /* Exit codes, documented in --help. */
 enum {

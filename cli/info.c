@@ -206,10 +206,8 @@ int cmd_info(int argc, char **argv, const struct cli_globals *g)
                 fprintf(stderr, "gpu-cli: info: unexpected argument '%s'; see 'gpu-cli info --help'\n", argv[optind]);
                 return CLI_EXIT_USAGE;
         }
-        if (g->user != NULL && gh_service_parse_user(g->user, &gopts.uid, &gopts.gid, &err) < 0) {
-                fprintf(stderr, "gpu-cli: %s\n", err->msg);
-                return CLI_EXIT_USAGE;
-        }
+        gopts.uid = g->uid;
+        gopts.gid = g->gid;
         rootfd = gh_rootfs_open(g->root, &err);
         if (rootfd < 0) {
                 fprintf(stderr, "gpu-cli: info: %s; check --root\n", err->msg);

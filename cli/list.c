@@ -1,38 +1,37 @@
-/* gpu-cli list: the host files a container would get, one path per line (like nvidia-container-cli
- * list), or one JSON object. */
+/* gpu-cli list: the plan for a request (plan.h) without a container: the host files a container
+ * would get, one path per line (like nvidia-container-cli list), or the plan as JSON. */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "capability.h"
 #include "cleanup.h"
 #include "cli.h"
-#include "devices.h"
 #include "driver.h"
-#include "gpus.h"
 #include "log.h"
+#include "plan.h"
+#include "request.h"
 #include "rootfs.h"
-#include "select.h"
-#include "service.h"
 
-#define MAX_IMEX 64
-#define IMEX_CHANNEL_LIMIT (1u << 20)
-
-enum { SHOW_DEVICES = 1, SHOW_LIBRARIES = 2, SHOW_BINARIES = 4, SHOW_FIRMWARES = 8, SHOW_IPCS = 16 };
+enum {
+        SHOW_DEVICES = 1u << GH_ROLE_DEVICE,
+        SHOW_LIBRARIES = 1u << GH_ROLE_LIBRARY | 1u << GH_ROLE_LINK,
+        SHOW_BINARIES = 1u << GH_ROLE_BINARY,
+        SHOW_FIRMWARES = 1u << GH_ROLE_FIRMWARE,
+        SHOW_IPCS = 1u << GH_ROLE_IPC,
+};
 
 static void usage(FILE *out)
 {
         fprintf(out,
                 "Usage: gpu-cli [GLOBAL OPTIONS] list [OPTIONS]\n"
                 "\n"
-                "Lists the host files a GPU container would get from the driver under --root, one per line:\n"
-                "device nodes, then libraries, programs, firmware and IPC paths.  With --root other than /,\n"
-                "paths are printed as seen from the host (root + path).\n"
+                "Lists what a container asking for the same request would get from the driver under --root:\n"
+                "device nodes, then libraries, programs, firmware and IPC paths, one host path per line\n"
+                "(root + path), or the whole plan as JSON.  It is `gpu-cli configure` without a container.\n"
                 "\n"
                 "  -d, --device=ID        also list the device nodes of these GPUs (all, indices, UUIDs, bus ids,\n"
                 "                         MIG devices \"0:1\" or MIG UUIDs; as NVIDIA_VISIBLE_DEVICES)\n"
@@ -40,340 +39,157 @@ static void usage(FILE *out)
                 "  -b, --binaries         list only programs\n"
                 "  -f, --firmwares        list only firmware files\n"
                 "  -i, --ipcs             list only IPC sockets and directories\n"
+                "      --compute --utility --video --graphics --display --ngx\n"
+                "                         only these driver capabilities (default: all of them)\n"
                 "      --compat32         include the 32-bit (i386) libraries\n"
-                "      --mig-config=ID    include the MIG configuration capability node\n"
-                "      --mig-monitor=ID   include the MIG monitoring capability node\n"
+                "  -R, --require=EXPR     a requirement that must hold (repeatable), as configure\n"
+                "      --mig-config=all   include the MIG configuration capability node\n"
+                "      --mig-monitor=all  include the MIG monitoring capability node\n"
                 "      --imex-channel=N   include IMEX channel N (repeatable, or a comma list)\n"
                 "      --no-persistenced  leave out the nvidia-persistenced socket\n"
                 "      --no-fabricmanager leave out the nvidia-fabricmanager socket\n"
                 "      --no-gsp-firmware  leave out the GSP firmware\n"
                 "      --mps-pipe-dir=DIR the MPS pipe directory (default /tmp/nvidia-mps)\n"
-                "      --json             one JSON object:\n"
-                "  { \"root\": string, \"driver_version\": string,\n"
-                "    \"devices\": [ { \"path\", \"host_path\", \"major\": int, \"minor\": int } ],\n"
-                "    \"libraries\": [ { \"path\", \"host_path\", \"soname\", \"capability\", \"compat32\": bool } ],\n"
-                "    \"binaries\" | \"firmwares\": [ { \"path\", \"host_path\", \"capability\" } ],\n"
-                "    \"ipcs\": [ { \"path\", \"host_path\", \"type\": \"socket\"|\"directory\", \"capability\" } ] }\n"
-                "  \"path\" is inside the driver root; only the kinds asked for are present.\n"
+                "      --rootfs=DIR       place libraries as in this container root (default: --layout)\n"
+                "      --layout=NAME      debian (/usr/lib/x86_64-linux-gnu, the default) or lib64\n"
+                "      --json             the plan as one JSON object (docs/plan.md); with selectors, only\n"
+                "                         their sections: devices, libraries and links, binaries, firmwares, ipcs\n"
                 "\n"
-                "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found under --root.\n");
+                "Other request options of configure (--user, --no-cgroups, ...) are accepted and change nothing here.\n"
+                "\n"
+                "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found under --root,\n"
+                "4 requirement not met.\n");
 }
 
 struct list_opts {
         unsigned show;
-        bool compat32, json;
-        const char *device, *mig_config, *mig_monitor;
-        unsigned imex[MAX_IMEX];
-        size_t nimex;
-        struct gh_driver_opts driver;
+        bool json, help;
+        const char *rootfs, *layout;
 };
 
-static int parse_imex(const char *arg, struct list_opts *o)
-{
-        _cleanup_free_ char *copy = strdup(arg);
-        char *save = NULL;
+enum { OPT_JSON = 0x100, OPT_ROOTFS, OPT_LAYOUT };
 
-        if (copy == NULL)
-                return -1;
-        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                char *end;
-                unsigned long v;
-                errno = 0;
-                v = strtoul(t, &end, 10);
-                if (*t < '0' || *t > '9' || *end != '\0' || errno != 0 || v >= IMEX_CHANNEL_LIMIT || o->nimex == MAX_IMEX) {
-                        fprintf(stderr, "gpu-cli: list: --imex-channel '%s' must be channel numbers below %u\n", arg,
-                                IMEX_CHANNEL_LIMIT);
-                        return -1;
-                }
-                o->imex[o->nimex++] = (unsigned) v;
+static int list_option(int c, const char *arg, struct gh_request *req, void *data, gh_error_t *err)
+{
+        struct list_opts *o = data;
+
+        switch (c) {
+        case 'l': o->show |= SHOW_LIBRARIES; return 0;
+        case 'b': o->show |= SHOW_BINARIES; return 0;
+        case 'f': o->show |= SHOW_FIRMWARES; return 0;
+        case 'i': o->show |= SHOW_IPCS; return 0;
+        case OPT_JSON: o->json = true; return 0;
+        case OPT_ROOTFS: o->rootfs = arg; return 0;
+        case OPT_LAYOUT: o->layout = arg; return 0;
+        case 'h': o->help = true; return 1;
+        default: return gh_err(err, 0, "unknown option; see 'gpu-cli list --help'");
         }
-        return 0;
 }
 
-static int parse_args(int argc, char **argv, struct list_opts *o)
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, const struct cli_globals *g, struct list_opts *o, struct gh_request *req)
 {
-        enum { OPT_COMPAT32 = 256, OPT_MIG_CONFIG, OPT_MIG_MONITOR, OPT_IMEX, OPT_NO_PERSISTENCED, OPT_NO_FABRICMANAGER,
-               OPT_NO_GSP, OPT_JSON, OPT_MPS };
         static const struct option opts[] = {
-                { "device", required_argument, NULL, 'd' },
                 { "libraries", no_argument, NULL, 'l' },
                 { "binaries", no_argument, NULL, 'b' },
                 { "firmwares", no_argument, NULL, 'f' },
                 { "ipcs", no_argument, NULL, 'i' },
-                { "compat32", no_argument, NULL, OPT_COMPAT32 },
-                { "mig-config", required_argument, NULL, OPT_MIG_CONFIG },
-                { "mig-monitor", required_argument, NULL, OPT_MIG_MONITOR },
-                { "imex-channel", required_argument, NULL, OPT_IMEX },
-                { "no-persistenced", no_argument, NULL, OPT_NO_PERSISTENCED },
-                { "no-fabricmanager", no_argument, NULL, OPT_NO_FABRICMANAGER },
-                { "no-gsp-firmware", no_argument, NULL, OPT_NO_GSP },
-                { "mps-pipe-dir", required_argument, NULL, OPT_MPS },
                 { "json", no_argument, NULL, OPT_JSON },
+                { "rootfs", required_argument, NULL, OPT_ROOTFS },
+                { "layout", required_argument, NULL, OPT_LAYOUT },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        int c;
+        const struct gh_request_cli cli = { .options = opts, .shortopts = "d:R:lbfih", .option = list_option, .data = o };
+        _cleanup_error_ gh_error_t err = NULL;
+        int first;
 
-        while ((c = getopt_long(argc, argv, "d:lbfih", opts, NULL)) != -1) {
-                switch (c) {
-                case 'd': o->device = optarg; break;
-                case 'l': o->show |= SHOW_LIBRARIES; break;
-                case 'b': o->show |= SHOW_BINARIES; break;
-                case 'f': o->show |= SHOW_FIRMWARES; break;
-                case 'i': o->show |= SHOW_IPCS; break;
-                case OPT_COMPAT32: o->compat32 = true; break;
-                case OPT_MIG_CONFIG: o->mig_config = optarg; break;
-                case OPT_MIG_MONITOR: o->mig_monitor = optarg; break;
-                case OPT_IMEX:
-                        if (parse_imex(optarg, o) < 0)
-                                return CLI_EXIT_USAGE;
-                        break;
-                case OPT_NO_PERSISTENCED: o->driver.no_persistenced = true; break;
-                case OPT_NO_FABRICMANAGER: o->driver.no_fabricmanager = true; break;
-                case OPT_NO_GSP: o->driver.no_gsp_firmware = true; break;
-                case OPT_MPS:
-                        if (optarg[0] != '/') {
-                                fprintf(stderr, "gpu-cli: list: --mps-pipe-dir '%s' must be an absolute path\n", optarg);
-                                return CLI_EXIT_USAGE;
-                        }
-                        o->driver.mps_pipe_dir = optarg;
-                        break;
-                case OPT_JSON: o->json = true; break;
-                case 'h': usage(stdout); return CLI_EXIT_OK;
-                default: usage(stderr); return CLI_EXIT_USAGE;
-                }
+        if (cli_request_init(req, g, &err) < 0 || (first = gh_request_parse_args(req, argc, argv, &cli, &err)) < 0) {
+                fprintf(stderr, "gpu-cli: list: %s\n", err->msg);
+                return CLI_EXIT_USAGE;
         }
-        if (optind < argc) {
-                fprintf(stderr, "gpu-cli: list: unexpected argument '%s'; see 'gpu-cli list --help'\n", argv[optind]);
+        if (o->help) {
+                usage(stdout);
+                return CLI_EXIT_OK;
+        }
+        if (first < argc) {
+                fprintf(stderr, "gpu-cli: list: unexpected argument '%s'; see 'gpu-cli list --help'\n", argv[first]);
                 return CLI_EXIT_USAGE;
         }
         if (o->show == 0)
-                o->show = SHOW_DEVICES | SHOW_LIBRARIES | SHOW_BINARIES | SHOW_FIRMWARES | SHOW_IPCS;
-        o->driver.caps = GH_CAP_ALL & ~GH_CAP_COMPAT32;
-        if (o->compat32)
-                o->driver.caps |= GH_CAP_COMPAT32;
+                o->show = CLI_PLAN_ALL;
+        /* list shows every capability unless some are named; --compat32 alone adds i386. */
+        if ((req->caps & ~GH_CAP_COMPAT32) == 0)
+                req->caps |= GH_CAP_ALL & ~GH_CAP_COMPAT32;
         return -1;
 }
 
-/* MIG devices are known only to NVML; plain GPUs are enough for everything else. */
-static bool wants_mig(const struct gh_select_request *req)
+static int layout_for(const struct list_opts *o, struct gh_layout *layout, gh_error_t *err)
 {
-        if (req->all)
-                return true;
-        for (size_t i = 0; i < req->n; i++)
-                if (req->items[i].kind == GH_SELECT_MIG_UUID || req->items[i].kind == GH_SELECT_MIG_INDEX)
-                        return true;
-        return false;
+        int fd;
+
+        if (o->rootfs == NULL)
+                return gh_layout_named(o->layout ? o->layout : "debian", layout, err);
+        fd = gh_rootfs_open(o->rootfs, err);
+        if (fd < 0)
+                return gh_err_wrap(err, "--rootfs");
+        gh_layout_detect(fd, layout);
+        close(fd);
+        return 0;
 }
 
-static int load_gpus(int rootfd, const struct cli_globals *g, const struct gh_select_request *req,
-                     struct gh_gpu_list *list, gh_error_t *err)
+static void print_paths(const struct gh_plan *plan, const char *prefix, enum gh_item_role role)
 {
-        struct gh_gpus_opts gopts = GH_GPUS_OPTS_DEFAULT;
-
-        if (!wants_mig(req))
-                return gh_gpus_fast(rootfd, list, err);
-        if (g->user != NULL && gh_service_parse_user(g->user, &gopts.uid, &gopts.gid, err) < 0)
-                return -1;
-        if (gh_gpus_load(rootfd, &gopts, list, err) == 0)
-                return 0;
-        if (!req->all)
-                return gh_err_wrap(err, "MIG devices need NVML");
-        /* "all" still means every GPU without NVML; only MIG devices are unknown then. */
-        fprintf(stderr, "gpu-cli: list: warning: %s; MIG devices are not listed\n", (*err)->msg);
-        gh_error_free(err);
-        return gh_gpus_fast(rootfd, list, err);
-}
-
-/* Device request from --device, --mig-*, --imex-channel; the arrays live in *minors and *migs. */
-static int collect_devices(int rootfd, const struct cli_globals *g, const struct list_opts *o,
-                           struct gh_device_list *devs, gh_error_t *err)
-{
-        _cleanup_select_request_ struct gh_select_request req = { 0 };
-        _cleanup_gpu_list_ struct gh_gpu_list list = { 0 };
-        _cleanup_selection_ struct gh_selection sel = { 0 };
-        _cleanup_free_ unsigned *minors = NULL;
-        _cleanup_free_ struct gh_devices_mig *migs = NULL;
-        struct gh_devices_request dreq = {
-                .caps = o->driver.caps, .mig_config = o->mig_config != NULL, .mig_monitor = o->mig_monitor != NULL,
-                .imex_channels = o->imex, .nimex = o->nimex,
-        };
-
-        if (o->device != NULL) {
-                if (gh_select_parse(o->device, &req, err) < 0)
-                        return gh_err_wrap(err, "--device");
-                if (!req.is_void && (req.all || req.n > 0)) {
-                        if (load_gpus(rootfd, g, &req, &list, err) < 0 || gh_select_resolve(&req, &list, &sel, err) < 0)
-                                return -1;
-                        minors = calloc(sel.ngpus + 1, sizeof(*minors));
-                        migs = calloc(sel.nmigs + 1, sizeof(*migs));
-                        if (minors == NULL || migs == NULL)
-                                return gh_err(err, ENOMEM, "listing devices");
-                        for (size_t i = 0; i < sel.ngpus; i++)
-                                minors[i] = sel.gpus[i]->minor;
-                        for (size_t i = 0; i < sel.nmigs; i++) {
-                                const struct gh_gpu *parent = gh_gpu_by_index(&list, sel.migs[i]->parent_index);
-                                migs[i] = (struct gh_devices_mig) { .gpu_minor = parent ? parent->minor : 0,
-                                                                    .gi = sel.migs[i]->gi, .ci = sel.migs[i]->ci };
-                        }
-                        dreq.minors = minors;
-                        dreq.nminors = sel.ngpus;
-                        dreq.migs = migs;
-                        dreq.nmigs = sel.nmigs;
-                }
-        }
-        return gh_devices_collect(rootfd, &dreq, devs, err);
-}
-
-struct out {
-        const char *prefix; /* "" for / */
-        json_t *json;
-};
-
-static const char *cap_name(unsigned cap)
-{
-        const char *n = gh_capability_name(cap);
-        return n ? n : "";
-}
-
-static void emit(struct out *out, const char *section, const char *path, json_t *fields)
-{
-        json_t *array;
-
-        if (out->json == NULL) {
-                printf("%s%s\n", out->prefix, path);
-                json_decref(fields);
-                return;
-        }
-        array = json_object_get(out->json, section);
-        if (array == NULL) {
-                array = json_array();
-                json_object_set_new(out->json, section, array);
-        }
-        {
-                char *host = NULL;
-                json_t *o = json_object();
-                if (asprintf(&host, "%s%s", out->prefix, path) < 0)
-                        host = NULL;
-                json_object_set_new(o, "path", json_string(path));
-                json_object_set_new(o, "host_path", host ? json_string(host) : json_null());
-                free(host);
-                if (fields)
-                        json_object_update(o, fields);
-                json_decref(fields);
-                json_array_append_new(array, o);
-        }
-}
-
-static void emit_files(struct out *out, const char *section, const struct gh_driver_files *f)
-{
-        for (size_t i = 0; i < f->n; i++) {
-                const struct gh_driver_file *x = &f->v[i];
-                json_t *fields = NULL;
-                if (out->json) {
-                        fields = json_object();
-                        if (x->soname)
-                                json_object_set_new(fields, "soname", json_string(x->soname));
-                        if (strcmp(section, "ipcs") == 0)
-                                json_object_set_new(fields, "type", json_string(x->type == S_IFDIR ? "directory" : "socket"));
-                        if (x->cap)
-                                json_object_set_new(fields, "capability", json_string(cap_name(x->cap)));
-                        if (strcmp(section, "libraries") == 0)
-                                json_object_set_new(fields, "compat32", json_boolean(x->compat32));
-                }
-                emit(out, section, x->path, fields);
-        }
-}
-
-/* Sections asked for but empty still appear in JSON, so scripts can index them. */
-static void ensure_sections(struct out *out, unsigned show)
-{
-        static const struct { unsigned bit; const char *name; } sections[] = {
-                { SHOW_DEVICES, "devices" }, { SHOW_LIBRARIES, "libraries" }, { SHOW_BINARIES, "binaries" },
-                { SHOW_FIRMWARES, "firmwares" }, { SHOW_IPCS, "ipcs" },
-        };
-        for (size_t i = 0; i < GH_ARRAY_SIZE(sections); i++)
-                if ((show & sections[i].bit) && json_object_get(out->json, sections[i].name) == NULL)
-                        json_object_set_new(out->json, sections[i].name, json_array());
+        for (size_t i = 0; i < plan->n; i++)
+                if (plan->items[i].role == role)
+                        printf("%s%s\n", prefix, plan->items[i].src);
 }
 
 int cmd_list(int argc, char **argv, const struct cli_globals *g)
 {
+        static const enum gh_item_role order[] = { GH_ROLE_DEVICE, GH_ROLE_LIBRARY, GH_ROLE_BINARY, GH_ROLE_FIRMWARE,
+                                                   GH_ROLE_IPC };
         struct list_opts o = { 0 };
+        _cleanup_request_ struct gh_request req = GH_REQUEST_INIT;
         _cleanup_error_ gh_error_t err = NULL;
-        _cleanup_close_ int rootfd = -1;
         _cleanup_free_ char *prefix = NULL;
-        struct gh_device_list devs = { 0 };
-        struct gh_driver *d = NULL;
-        struct out out = { 0 };
-        int r = parse_args(argc, argv, &o);
+        struct gh_plan plan = { 0 };
+        struct gh_layout layout;
+        int r;
 
+        r = parse_args(argc, argv, g, &o, &req);
         if (r >= 0)
                 return r;
-        o.driver.ldcache = g->ldcache;
-        rootfd = gh_rootfs_open(g->root, &err);
-        if (rootfd < 0) {
-                fprintf(stderr, "gpu-cli: list: %s; check --root\n", err->msg);
-                return CLI_EXIT_NO_DRIVER;
-        }
-        if (gh_driver_discover(rootfd, &o.driver, &d, &err) < 0) {
+        if (layout_for(&o, &layout, &err) < 0) {
                 fprintf(stderr, "gpu-cli: list: %s\n", err->msg);
-                return err->code == GH_DRIVER_ENODRIVER ? CLI_EXIT_NO_DRIVER : CLI_EXIT_FAILURE;
+                return CLI_EXIT_USAGE;
         }
-        if ((o.show & SHOW_DEVICES) && collect_devices(rootfd, g, &o, &devs, &err) < 0) {
+        if (gh_plan_for_root(g->root, g->ldcache, NULL, &req, &layout, &plan, &err) < 0) {
                 fprintf(stderr, "gpu-cli: list: %s\n", err->msg);
-                gh_driver_free(d);
-                return CLI_EXIT_FAILURE;
+                return cli_exit_status(err);
+        }
+        if (o.json) {
+                r = cli_print_json(cli_plan_json(&plan, g->root, o.show)) < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+                gh_plan_free(&plan);
+                if (r != CLI_EXIT_OK)
+                        fprintf(stderr, "gpu-cli: list: writing the output: %m\n");
+                return r;
         }
         /* Host paths: the root's own path in front, without a doubled slash. */
         prefix = strdup(g->root);
         if (prefix == NULL) {
-                gh_driver_free(d);
-                gh_device_list_free(&devs);
+                gh_plan_free(&plan);
                 return CLI_EXIT_FAILURE;
         }
         for (size_t n = strlen(prefix); n > 0 && prefix[n - 1] == '/'; n--)
                 prefix[n - 1] = '\0';
-        out.prefix = prefix;
-        if (o.json) {
-                out.json = json_object();
-                json_object_set_new(out.json, "root", json_string(g->root));
-                json_object_set_new(out.json, "driver_version", json_string(d->version));
-        }
-        for (size_t i = 0; i < devs.n; i++) {
-                json_t *fields = NULL;
-                if (out.json) {
-                        fields = json_object();
-                        json_object_set_new(fields, "major", json_integer(major(devs.v[i].rdev)));
-                        json_object_set_new(fields, "minor", json_integer(minor(devs.v[i].rdev)));
-                }
-                emit(&out, "devices", devs.v[i].path, fields);
-        }
-        if (o.show & SHOW_LIBRARIES)
-                emit_files(&out, "libraries", &d->libs);
-        if (o.show & SHOW_BINARIES)
-                emit_files(&out, "binaries", &d->bins);
-        if (o.show & SHOW_FIRMWARES)
-                emit_files(&out, "firmwares", &d->firmware);
-        if (o.show & SHOW_IPCS)
-                emit_files(&out, "ipcs", &d->ipcs);
-        r = CLI_EXIT_OK;
-        if (out.json) {
-                char *text;
-                ensure_sections(&out, o.show);
-                text = json_dumps(out.json, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-                if (text == NULL)
-                        r = CLI_EXIT_FAILURE;
-                else
-                        puts(text);
-                free(text);
-                json_decref(out.json);
-        }
-        gh_driver_free(d);
-        gh_device_list_free(&devs);
+        for (size_t i = 0; i < GH_ARRAY_SIZE(order); i++)
+                if (o.show & (1u << order[i]))
+                        print_paths(&plan, prefix, order[i]);
+        gh_plan_free(&plan);
         if (fflush(stdout) != 0) {
                 fprintf(stderr, "gpu-cli: list: writing the output: %m\n");
                 return CLI_EXIT_FAILURE;
         }
-        return r;
+        return CLI_EXIT_OK;
 }

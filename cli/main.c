@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "gpuhook.h"
 #include "log.h"
+#include "service.h"
 
 static void usage(FILE *out)
 {
@@ -66,7 +67,7 @@ int main(int argc, char **argv)
                 { "log-format", required_argument, NULL, 'L' }, { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },        { NULL, 0, NULL, 0 },
         };
-        struct cli_globals g = { .root = "/" };
+        struct cli_globals g = { .root = "/", .uid = (uid_t) -1, .gid = (gid_t) -1 };
         int (*fn)(int, char **, const struct cli_globals *);
         int c;
 
@@ -99,6 +100,15 @@ int main(int argc, char **argv)
         if (g.root[0] != '/') {
                 fprintf(stderr, "gpu-cli: --root '%s' must be an absolute path\n", g.root);
                 return CLI_EXIT_USAGE;
+        }
+        /* Parsed once here, so that every command refuses a bad --user the same way. */
+        if (g.user != NULL) {
+                gh_error_t err = NULL;
+                if (gh_service_parse_user(g.user, &g.uid, &g.gid, &err) < 0) {
+                        fprintf(stderr, "gpu-cli: %s\n", err->msg);
+                        gh_error_free(&err);
+                        return CLI_EXIT_USAGE;
+                }
         }
         if (g.debug != NULL && gh_log_open(g.debug, g.json_log) < 0) {
                 fprintf(stderr, "gpu-cli: cannot open debug file %s: %m; pass a writable --debug path\n", g.debug);

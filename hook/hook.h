@@ -7,13 +7,21 @@
 #include "env.h"
 #include "error.h"
 #include "hookconfig.h"
+#include "request.h"
 
 /* The only environment anything the hook runs gets (SECURITY rule 4). */
 #define GH_HOOK_CHILD_PATH "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
 
-/* Builds the `gpu-cli ... configure ...` argv for the decision (NULL-terminated; free with
+/* The request of a GPU container: the decision's devices, capabilities, requirements, MIG and IMEX
+ * channels, and the configuration's cli.user, cli.ldconfig and cli.no_cgroups; nothing else.
+ * Checked against the request's limits, so the dry run refuses what gpu-cli would.  On failure
+ * *req still needs gh_request_free(). */
+int gh_hook_request(const struct gh_config *cfg, const struct gh_env_decision *d, struct gh_request *req,
+                    gh_error_t *err);
+
+/* Builds the `gpu-cli ... configure --pid=PID <request> ROOTFS` argv (NULL-terminated; free with
  * gh_strvfreep).  debug overrides cfg->cli.debug when not NULL. */
-char **gh_hook_configure_argv(const struct gh_config *cfg, const struct gh_env_decision *d, pid_t pid,
+char **gh_hook_configure_argv(const struct gh_config *cfg, const struct gh_request *req, pid_t pid,
                               const char *rootfs, const char *debug, gh_error_t *err);
 
 /* Runs argv[0] with GH_HOOK_CHILD_PATH as its whole environment, stdin from /dev/null, no fd but

@@ -109,6 +109,7 @@ static int run(const struct options *o, struct gh_config *cfg, struct gh_hooklog
         struct gh_oci_state state = { 0 };
         struct gh_oci_spec spec = { 0 };
         struct gh_env_decision d = { 0 };
+        _cleanup_request_ struct gh_request req = GH_REQUEST_INIT;
         _cleanup_strv_ char **argv = NULL;
         _cleanup_free_ char *last = NULL;
         int r = -1;
@@ -131,6 +132,9 @@ static int run(const struct options *o, struct gh_config *cfg, struct gh_hooklog
                 goto out;
         log->decision = gh_env_decision_json(&d, spec.rootfs, state.pid);
         gh_hooklog_phase(log, "decide");
+        /* The request gpu-cli gets, built (and checked against its limits) in a dry run too. */
+        if (d.gpu_container && gh_hook_request(cfg, &d, &req, err) < 0)
+                goto out;
 
         if (o->dry_run) {
                 _cleanup_free_ char *s = log->decision ? json_dumps(log->decision, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -151,7 +155,7 @@ static int run(const struct options *o, struct gh_config *cfg, struct gh_hooklog
                 r = gh_err(err, 0, "the OCI state has no container pid; gpu-hook must run as a createRuntime or prestart hook");
                 goto out;
         }
-        argv = gh_hook_configure_argv(cfg, &d, state.pid, spec.rootfs, o->debug, err);
+        argv = gh_hook_configure_argv(cfg, &req, state.pid, spec.rootfs, o->debug, err);
         if (argv == NULL)
                 goto out;
         gh_debug("running %s configure for %s", argv[0], spec.rootfs);

@@ -16,114 +16,63 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "capability.h"
 #include "cleanup.h"
 #include "hook.h"
 
-struct argv_builder {
-        char **v;
-        size_t n;
-        bool failed;
-};
-
-__attribute__((format(printf, 2, 3))) static void add(struct argv_builder *b, const char *fmt, ...)
+int gh_hook_request(const struct gh_config *cfg, const struct gh_env_decision *d, struct gh_request *req,
+                    gh_error_t *err)
 {
-        va_list ap;
-        char *s = NULL, **grown;
-
-        if (b->failed)
-                return;
-        va_start(ap, fmt);
-        if (vasprintf(&s, fmt, ap) < 0)
-                s = NULL;
-        va_end(ap);
-        grown = s ? realloc(b->v, (b->n + 2) * sizeof(char *)) : NULL;
-        if (grown == NULL) {
-                free(s);
-                b->failed = true;
-                return;
-        }
-        b->v = grown;
-        b->v[b->n++] = s;
-        b->v[b->n] = NULL;
-}
-
-/* Requested items joined by commas; NULL for "none" alone (configure then adds no GPU). */
-static char *device_list(const struct gh_select_request *req)
-{
-        char *list = NULL;
-        size_t len = 0;
-
-        if (req->all)
-                return strdup("all");
-        for (size_t i = 0; i < req->n; i++) {
-                size_t l = strlen(req->items[i].text);
-                char *grown = realloc(list, len + l + 2);
-                if (grown == NULL) {
-                        free(list);
-                        return NULL;
+        gh_request_init(req);
+        /* The decision's device items, copied as parsed (a lone "none" still gets the driver files). */
+        req->devices.unset = false;
+        req->devices.all = d->devices.all;
+        req->devices.none = d->devices.none;
+        if (d->devices.n > 0) {
+                req->devices.items = calloc(d->devices.n, sizeof(*req->devices.items));
+                if (req->devices.items == NULL)
+                        return gh_err(err, ENOMEM, "building the request");
+                for (size_t i = 0; i < d->devices.n; i++) {
+                        req->devices.items[i] = d->devices.items[i];
+                        req->devices.items[i].text = strdup(d->devices.items[i].text);
+                        req->devices.n++;
+                        if (req->devices.items[i].text == NULL)
+                                return gh_err(err, ENOMEM, "building the request");
                 }
-                list = grown;
-                if (len)
-                        list[len++] = ',';
-                memcpy(list + len, req->items[i].text, l + 1);
-                len += l;
         }
-        return list;
+        req->caps = d->capabilities;
+        for (size_t i = 0; i < d->n_requirements; i++)
+                if (gh_request_add_requirement(req, d->requirements[i], err) < 0)
+                        return -1;
+        req->mig_config = d->mig_config;
+        req->mig_monitor = d->mig_monitor;
+        for (size_t i = 0; i < d->n_imex_channels; i++)
+                if (gh_request_add_imex_channel(req, d->imex_channels[i], err) < 0)
+                        return -1;
+        if (cfg->cli.user && gh_request_set_user(req, cfg->cli.user, err) < 0)
+                return gh_err_wrap(err, "\"cli.user\" in the gpu-hook configuration");
+        if (cfg->cli.ldconfig && gh_request_set_ldconfig(req, cfg->cli.ldconfig, err) < 0)
+                return gh_err_wrap(err, "\"cli.ldconfig\" in the gpu-hook configuration");
+        req->no_cgroups = cfg->cli.no_cgroups;
+        return 0;
 }
 
-char **gh_hook_configure_argv(const struct gh_config *cfg, const struct gh_env_decision *d, pid_t pid,
+char **gh_hook_configure_argv(const struct gh_config *cfg, const struct gh_request *req, pid_t pid,
                               const char *rootfs, const char *debug, gh_error_t *err)
 {
-        static const unsigned caps[] = { GH_CAP_COMPUTE, GH_CAP_COMPAT32, GH_CAP_DISPLAY, GH_CAP_GRAPHICS,
-                                         GH_CAP_NGX,     GH_CAP_UTILITY,  GH_CAP_VIDEO };
-        struct argv_builder b = { 0 };
-        _cleanup_free_ char *devices = NULL;
+        _cleanup_strv_ char **v = NULL;
+        size_t n = 0;
 
-        if (!d->devices.all && d->devices.n > 0 && (devices = device_list(&d->devices)) == NULL)
-                return gh_err(err, ENOMEM, "building the gpu-cli command line"), NULL;
         if (debug == NULL)
                 debug = cfg->cli.debug;
-
-        add(&b, "%s", cfg->cli.path);
-        add(&b, "--root=%s", cfg->cli.root);
-        if (cfg->cli.ldcache)
-                add(&b, "--ldcache=%s", cfg->cli.ldcache);
-        if (cfg->cli.user)
-                add(&b, "--user=%s", cfg->cli.user);
-        if (debug) {
-                add(&b, "--debug=%s", debug);
-                add(&b, "--log-format=json");
-        }
-        if (cfg->cli.load_kmods)
-                add(&b, "--load-kmods");
-        add(&b, "configure");
-        add(&b, "--pid=%d", (int) pid);
-        if (d->devices.all)
-                add(&b, "--device=all");
-        else if (devices)
-                add(&b, "--device=%s", devices);
-        for (size_t i = 0; i < d->n_requirements; i++)
-                add(&b, "--require=%s", d->requirements[i]);
-        for (size_t i = 0; i < GH_ARRAY_SIZE(caps); i++)
-                if (d->capabilities & caps[i])
-                        add(&b, "--%s", gh_capability_name(caps[i]));
-        if (cfg->cli.no_cgroups)
-                add(&b, "--no-cgroups");
-        if (cfg->cli.ldconfig)
-                add(&b, "--ldconfig=%s", cfg->cli.ldconfig);
-        if (d->mig_config)
-                add(&b, "--mig-config=all");
-        if (d->mig_monitor)
-                add(&b, "--mig-monitor=all");
-        for (size_t i = 0; i < d->n_imex_channels; i++)
-                add(&b, "--imex-channel=%u", d->imex_channels[i]);
-        add(&b, "%s", rootfs);
-        if (b.failed) {
-                gh_strvfreep(&b.v);
-                return gh_err(err, ENOMEM, "building the gpu-cli command line"), NULL;
-        }
-        return b.v;
+        if (gh_argv_add(&v, &n, err, "%s", cfg->cli.path) < 0 || gh_argv_add(&v, &n, err, "--root=%s", cfg->cli.root) < 0 ||
+            (cfg->cli.ldcache && gh_argv_add(&v, &n, err, "--ldcache=%s", cfg->cli.ldcache) < 0) ||
+            (debug && (gh_argv_add(&v, &n, err, "--debug=%s", debug) < 0 ||
+                       gh_argv_add(&v, &n, err, "--log-format=json") < 0)) ||
+            (cfg->cli.load_kmods && gh_argv_add(&v, &n, err, "--load-kmods") < 0) ||
+            gh_argv_add(&v, &n, err, "configure") < 0 || gh_argv_add(&v, &n, err, "--pid=%d", (int) pid) < 0 ||
+            gh_request_to_argv(req, &v, &n, err) < 0 || gh_argv_add(&v, &n, err, "%s", rootfs) < 0)
+                return gh_err_wrap(err, "building the gpu-cli command line"), NULL;
+        return steal_pointer(&v);
 }
 
 /* Keeps the last line of what the child wrote, for the log record. */

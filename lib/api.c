@@ -13,6 +13,7 @@
 #include "configure.h"
 #include "gpuhook.h"
 #include "gpus.h"
+#include "request.h"
 #include "rootfs.h"
 
 #define API __attribute__((visibility("default")))
@@ -151,28 +152,21 @@ API int gpuhook_configure(struct gpuhook_ctx *ctx, pid_t pid, const char *rootfs
                           const char *capabilities, const char *const *requirements, unsigned flags,
                           struct gpuhook_error **err)
 {
-        struct gh_configure_opts o = {
-                .pid = pid,
-                .rootfs = rootfs,
-                .root = ctx->root,
-                .device = devices,
-                .no_cgroups = (flags & GPUHOOK_NO_CGROUPS) != 0,
-                .no_devbind = (flags & GPUHOOK_NO_DEVBIND) != 0,
-        };
-        char user[64];
+        _cleanup_request_ struct gh_request req = GH_REQUEST_INIT;
+        struct gh_configure_opts o = { .pid = pid, .rootfs = rootfs, .root = ctx->root, .req = &req };
 
+        req.no_cgroups = (flags & GPUHOOK_NO_CGROUPS) != 0;
+        req.no_devbind = (flags & GPUHOOK_NO_DEVBIND) != 0;
+        req.uid = ctx->uid;
+        req.gid = ctx->gid;
         if (rootfs == NULL || rootfs[0] != '/' || strcmp(rootfs, "/") == 0)
                 return gh_err(err, EINVAL, "rootfs '%s' must be an absolute path other than /", rootfs ? rootfs : "");
-        if (capabilities != NULL && gh_capability_parse(capabilities, GH_CAP_ALL, &o.caps, err) < 0)
+        if (devices != NULL && gh_request_set_devices(&req, devices, err) < 0)
                 return -1;
-        for (size_t i = 0; requirements != NULL && requirements[i] != NULL; i++) {
-                if (o.nrequires >= GH_MAX_REQUIRES)
-                        return gh_err(err, E2BIG, "too many requirements (at most %d)", GH_MAX_REQUIRES);
-                o.requires[o.nrequires++] = requirements[i];
-        }
-        if (ctx->uid != (uid_t) -1) {
-                snprintf(user, sizeof(user), "%u:%u", (unsigned) ctx->uid, (unsigned) ctx->gid);
-                o.user = user;
-        }
+        if (capabilities != NULL && gh_capability_parse(capabilities, GH_CAP_ALL, &req.caps, err) < 0)
+                return -1;
+        for (size_t i = 0; requirements != NULL && requirements[i] != NULL; i++)
+                if (gh_request_add_requirement(&req, requirements[i], err) < 0)
+                        return -1;
         return run_isolated(&o, err);
 }

@@ -16,8 +16,8 @@
 
 #include "error.h"
 
-#define GH_MAX_REQUIRES 64
-#define GH_MAX_IMEX 64
+#include "plan.h"
+#include "request.h"
 
 struct gh_configure_opts {
         pid_t pid;
@@ -25,22 +25,14 @@ struct gh_configure_opts {
         const char *root;    /* driver root, "/" by default */
         const char *ldcache; /* ld.so.cache of the driver root (inside it), NULL = /etc/ld.so.cache */
         const char *path;    /* PATH searched for binaries under the driver root, NULL = default */
-        const char *user;    /* "UID[:GID]" of the driver service, NULL = the overflow ids */
-        const char *device;  /* --device list, NULL = no GPU device nodes */
-        const char *requires[GH_MAX_REQUIRES];
-        size_t nrequires;
-        unsigned caps;       /* GH_CAP_* (implications applied by gh_configure) */
-        const char *ldconfig;/* "@/sbin/ldconfig" to run the host's ldconfig sandboxed; NULL = native cache */
-        const char *mig_config, *mig_monitor; /* "all" or NULL */
-        unsigned imex[GH_MAX_IMEX];
-        size_t nimex;
-        bool no_cgroups, no_devbind, no_persistenced, no_fabricmanager, no_gsp_firmware;
+        const struct gh_request *req; /* what the container asks for */
 };
 
 /* Timings of the last gh_configure() call, microseconds, for logs and benchmarks. */
 struct gh_configure_timings {
         long discover_us, plan_us, mount_us, ldcache_us, cgroup_us, total_us;
         bool used_nvml;
+        size_t items; /* plan items applied */
 };
 
 /* Returns 0, or a negative value: GH_CONFIGURE_NO_DRIVER when no driver was found under the root,

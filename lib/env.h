@@ -14,14 +14,16 @@
 #include "error.h"
 #include "hookconfig.h"
 #include "oci.h"
+#include "request.h"
 #include "select.h"
 
 /* An NVIDIA_* value longer than this is refused: every real one is a few hundred bytes, and the
  * values end up in gpu-cli's argv. */
 #define GH_ENV_VALUE_MAX 65536
-#define GH_ENV_MAX_REQUIREMENTS 256
-#define GH_ENV_MAX_IMEX_CHANNELS 2048
-#define GH_IMEX_CHANNEL_LIMIT (1u << 20)
+/* Requirements and IMEX channels: the request's limits (request.h), so that what a dry run accepts
+ * gpu-cli accepts too. */
+#define GH_ENV_MAX_REQUIREMENTS GH_REQUEST_MAX_REQUIREMENTS
+#define GH_ENV_MAX_IMEX_CHANNELS GH_REQUEST_MAX_IMEX_CHANNELS
 
 /* Where the device list came from (for logs and messages). */
 enum gh_env_devices_source {

@@ -1,18 +1,23 @@
+/* Building the plan (plan.h): what a container gets, decided from the driver root and the request. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/magic.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "capability.h"
 #include "cleanup.h"
+#include "devices.h"
 #include "log.h"
 #include "plan.h"
+#include "require.h"
 #include "rootfs.h"
+#include "select.h"
 
 static int grow(void **arr, size_t *cap, size_t n, size_t elem)
 {
@@ -71,9 +76,14 @@ int gh_plan_add(struct gh_plan *plan, enum gh_item_kind kind, const char *src, c
 
 int gh_plan_add_device(struct gh_plan *plan, const char *src, const char *dst, dev_t rdev, gh_error_t *err)
 {
+        size_t before = plan->n;
+
         if (gh_plan_add(plan, GH_ITEM_DEVICE, src, dst, GH_MNT_DEV, err) < 0)
                 return -1;
-        plan->items[plan->n - 1].rdev = rdev;
+        if (plan->n > before) {
+                plan->items[plan->n - 1].role = GH_ROLE_DEVICE;
+                plan->items[plan->n - 1].rdev = rdev;
+        }
         return 0;
 }
 
@@ -87,6 +97,7 @@ int gh_plan_add_symlink(struct gh_plan *plan, const char *dst, const char *targe
         if (it == NULL)
                 return -1;
         it->kind = GH_ITEM_SYMLINK;
+        it->role = GH_ROLE_LINK;
         it->dst = strdup(dst);
         it->target = strdup(target);
         it->optional = optional;
@@ -163,153 +174,326 @@ int gh_plan_read_proc(struct gh_plan *plan, int driver_rootfd, gh_error_t *err)
         return 0;
 }
 
-int gh_plan_open_sources(struct gh_plan *plan, int driver_rootfd, const char *driver_root, gh_error_t *err)
+
+/* ---- layout ---- */
+
+static void set_layout(struct gh_layout *out, const char *lib, const char *lib32)
 {
-        for (size_t i = 0; i < plan->n; i++) {
-                struct gh_item *it = &plan->items[i];
-                if (it->kind == GH_ITEM_SYMLINK)
-                        continue;
-                if (it->kind == GH_ITEM_DEVICE && plan->no_devbind)
-                        continue;
-                if (gh_source_open(driver_rootfd, driver_root, it->src, &it->source, err) < 0)
-                        return -1;
-                if (it->kind == GH_ITEM_DEVICE &&
-                    (!S_ISCHR(it->source.st.st_mode) || it->source.st.st_rdev != it->rdev))
-                        return gh_err(err, 0, "device node %s is not the character device %u:%u it was a moment ago",
-                                      it->source.path, major(it->rdev), minor(it->rdev));
+        snprintf(out->libdir, sizeof(out->libdir), "%s", lib);
+        snprintf(out->libdir32, sizeof(out->libdir32), "%s", lib32);
+}
+
+void gh_layout_detect(int rootfd, struct gh_layout *out)
+{
+        _cleanup_error_ gh_error_t e = NULL, e2 = NULL;
+        _cleanup_close_ int fd = gh_resolve(rootfd, "/etc/debian_version", O_PATH, &e);
+        _cleanup_close_ int l32 = -1;
+
+        if (fd >= 0) {
+                set_layout(out, "/usr/lib/x86_64-linux-gnu", "/usr/lib/i386-linux-gnu");
+                return;
         }
-        for (size_t i = 0; i < plan->nproc_gpus; i++) {
-                char path[128];
-                snprintf(path, sizeof(path), "/proc/driver/nvidia/gpus/%s", plan->proc_gpus[i].busid);
-                if (gh_source_open(driver_rootfd, driver_root, path, &plan->proc_gpus[i].source, err) < 0)
-                        return -1;
-        }
+        l32 = gh_resolve(rootfd, "/usr/lib32", O_PATH | O_DIRECTORY, &e2);
+        set_layout(out, "/usr/lib64", l32 >= 0 ? "/usr/lib32" : "/usr/lib");
+}
+
+int gh_layout_named(const char *name, struct gh_layout *out, gh_error_t *err)
+{
+        if (strcmp(name, "debian") == 0)
+                set_layout(out, "/usr/lib/x86_64-linux-gnu", "/usr/lib/i386-linux-gnu");
+        else if (strcmp(name, "lib64") == 0)
+                set_layout(out, "/usr/lib64", "/usr/lib32");
+        else
+                return gh_err(err, 0, "unknown layout '%s': use debian or lib64", name);
         return 0;
 }
 
-static int make_device_node(int rootfd, const struct gh_item *it, gh_error_t *err)
+/* ---- GPUs ---- */
+
+/* True when some GPU has a MIG GPU instance: only then does "all" include MIG devices, and only
+ * NVML can name them.  The capabilities directory tells without loading NVML. */
+static bool has_mig_instances(int droot, const struct gh_gpu_list *gpus)
 {
-        _cleanup_free_ char *name = NULL;
-        _cleanup_close_ int dirfd = gh_resolve_parent(rootfd, it->dst, true, &name, err);
-        struct stat st;
-
-        if (dirfd < 0)
-                return -1;
-        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-                if (S_ISCHR(st.st_mode) && st.st_rdev == it->rdev)
-                        return 0;
-                if (S_ISDIR(st.st_mode) || unlinkat(dirfd, name, 0) < 0)
-                        return gh_err(err, errno ? errno : EEXIST, "replacing %s in the container", it->dst);
-        }
-        if (mknodat(dirfd, name, S_IFCHR | 0666, it->rdev) < 0)
-                return gh_err(err, errno, "creating device node %s in the container", it->dst);
-        return 0;
-}
-
-/* Where /proc/driver/nvidia can be masked.  Inside a procfs without the driver (the fake driver on
- * a CPU machine) the directory does not exist and procfs refuses mkdir: mask /proc/driver then. */
-static int proc_mask_point(int rootfd, const char **base, gh_error_t *err)
-{
-        _cleanup_error_ gh_error_t e = NULL;
-        _cleanup_close_ int fd = gh_resolve(rootfd, "/proc/driver/nvidia", O_PATH | O_DIRECTORY, &e);
-        struct statfs sfs;
-
-        *base = "/proc/driver/nvidia";
-        if (fd >= 0)
-                return 0;
-        gh_error_free(&e);
-        _cleanup_close_ int drv = gh_resolve(rootfd, "/proc/driver", O_RDONLY | O_DIRECTORY, &e);
-        if (drv >= 0 && fstatfs(drv, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC) {
-                *base = "/proc/driver";
-                return 1;
-        }
-        return 0;
-}
-
-static int write_file_at(int dirfd, const char *name, const char *data, size_t len, gh_error_t *err)
-{
-        _cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
-        if (fd < 0)
-                return gh_err(err, errno, "creating /proc/driver/nvidia/%s in the container", name);
-        if (len > 0 && write(fd, data, len) != (ssize_t) len)
-                return gh_err(err, errno, "writing /proc/driver/nvidia/%s in the container", name);
-        return 0;
-}
-
-static int apply_proc_mask(struct gh_plan *plan, int rootfd, gh_error_t *err)
-{
-        _cleanup_close_ int tfd = -1, nvfd = -1, gpusfd = -1;
-        const char *base;
-        int whole_driver_dir = proc_mask_point(rootfd, &base, err);
-
-        tfd = gh_tmpfs_attach(rootfd, base, "mode=0755,size=1m", err);
-        if (tfd < 0)
-                return gh_err_wrap(err, "masking /proc/driver/nvidia");
-        if (whole_driver_dir) {
-                if (mkdirat(tfd, "nvidia", 0555) < 0)
-                        return gh_err(err, errno, "creating /proc/driver/nvidia in the container");
-                nvfd = openat(tfd, "nvidia", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        } else {
-                nvfd = dup(tfd);
-        }
-        if (nvfd < 0)
-                return gh_err(err, errno, "opening /proc/driver/nvidia in the container");
-        if ((plan->params && write_file_at(nvfd, "params", plan->params, plan->params_len, err) < 0) ||
-            (plan->version && write_file_at(nvfd, "version", plan->version, plan->version_len, err) < 0) ||
-            (plan->registry && write_file_at(nvfd, "registry", plan->registry, plan->registry_len, err) < 0))
-                return -1;
-        if (mkdirat(nvfd, "gpus", 0555) < 0)
-                return gh_err(err, errno, "creating /proc/driver/nvidia/gpus in the container");
-        for (size_t i = 0; i < plan->nproc_gpus; i++) {
-                char dst[160];
-                snprintf(dst, sizeof(dst), "/proc/driver/nvidia/gpus/%s", plan->proc_gpus[i].busid);
-                if (gh_attach(&plan->proc_gpus[i].source, rootfd, dst, GH_TARGET_DIR,
-                              GH_MNT_RDONLY | GH_MNT_NOSUID | GH_MNT_NODEV | GH_MNT_NOEXEC, err) < 0)
-                        return -1;
-        }
-        if (fchmod(nvfd, 0555) < 0 || fchmod(tfd, 0555) < 0)
-                return gh_err(err, errno, "sealing /proc/driver/nvidia in the container");
-        return gh_remount(rootfd, base, GH_MNT_RDONLY | GH_MNT_NOSUID | GH_MNT_NODEV | GH_MNT_NOEXEC, err);
-}
-
-int gh_plan_apply(struct gh_plan *plan, int rootfd, gh_error_t *err)
-{
-        for (size_t i = 0; i < plan->n; i++) {
-                struct gh_item *it = &plan->items[i];
+        for (size_t i = 0; i < gpus->n; i++) {
+                char path[96];
                 _cleanup_error_ gh_error_t e = NULL;
-                int r = 0;
+                _cleanup_closedir_ DIR *dir = NULL;
+                struct dirent *de;
+                int fd;
 
-                switch (it->kind) {
-                case GH_ITEM_DEVICE:
-                        r = plan->no_devbind ? make_device_node(rootfd, it, &e)
-                                             : gh_attach(&it->source, rootfd, it->dst, GH_TARGET_FILE, it->flags, &e);
-                        break;
-                case GH_ITEM_FILE:
-                        r = gh_attach(&it->source, rootfd, it->dst, GH_TARGET_FILE, it->flags, &e);
-                        break;
-                case GH_ITEM_DIR:
-                        r = gh_attach(&it->source, rootfd, it->dst, GH_TARGET_DIR, it->flags, &e);
-                        break;
-                case GH_ITEM_SYMLINK:
-                        r = gh_create_symlink(rootfd, it->dst, it->target, &e);
-                        break;
-                default:
-                        r = gh_err(&e, EINVAL, "unknown plan item");
-                }
-                if (r < 0 && it->optional) {
-                        gh_warn("%s (skipped)", e->msg);
+                snprintf(path, sizeof(path), "/proc/driver/nvidia/capabilities/gpu%u/mig", gpus->gpus[i].minor);
+                fd = gh_resolve(droot, path, O_RDONLY | O_DIRECTORY, &e);
+                if (fd < 0)
+                        continue;
+                dir = fdopendir(fd);
+                if (dir == NULL) {
+                        close(fd);
                         continue;
                 }
-                if (r < 0) {
-                        *err = steal_pointer(&e);
-                        return -1;
-                }
-                gh_debug("injected %s%s%s", it->dst, it->kind == GH_ITEM_SYMLINK ? " -> " : "",
-                         it->kind == GH_ITEM_SYMLINK ? it->target : "");
+                while ((de = readdir(dir)) != NULL)
+                        if (strncmp(de->d_name, "gi", 2) == 0)
+                                return true;
         }
-        if (plan->mask_proc && apply_proc_mask(plan, rootfd, err) < 0)
+        return false;
+}
+
+static bool names_mig(const struct gh_select_request *d)
+{
+        for (size_t i = 0; i < d->n; i++)
+                if (d->items[i].kind == GH_SELECT_MIG_UUID || d->items[i].kind == GH_SELECT_MIG_INDEX)
+                        return true;
+        return false;
+}
+
+int gh_plan_load_gpus(int droot, const struct gh_request *req, struct gh_gpu_list *gpus, gh_error_t *err)
+{
+        struct gh_gpus_opts go = GH_GPUS_OPTS_DEFAULT;
+        bool wants = gh_request_wants_gpus(req);
+
+        *gpus = (struct gh_gpu_list) { 0 };
+        if (!wants && req->nrequirements == 0)
+                return 0;
+        go.uid = req->uid;
+        go.gid = req->gid;
+        if (req->nrequirements > 0 || (wants && names_mig(&req->devices))) {
+                go.source = GH_GPUS_NVML;
+                return gh_gpus_load(droot, &go, gpus, err);
+        }
+        if (gh_gpus_fast(droot, gpus, err) < 0)
                 return -1;
+        if (!req->devices.all || !has_mig_instances(droot, gpus))
+                return 0;
+        /* "all" on a driver with MIG instances: every MIG device too, which only NVML knows. */
+        _cleanup_error_ gh_error_t e = NULL;
+        struct gh_gpu_list full = { 0 };
+        go.source = GH_GPUS_NVML;
+        if (gh_gpus_load(droot, &go, &full, &e) < 0) {
+                gh_warn("%s; MIG devices are left out of \"all\"", e->msg);
+                return 0;
+        }
+        gh_gpu_list_free(gpus);
+        *gpus = full;
         return 0;
+}
+
+void gh_plan_driver_opts(const struct gh_request *req, const char *ldcache, const char *path,
+                         struct gh_driver_opts *out)
+{
+        *out = (struct gh_driver_opts) {
+                .caps = gh_request_caps(req),
+                .ldcache = ldcache,
+                .path = path,
+                .mps_pipe_dir = req->mps_pipe_dir,
+                .no_persistenced = req->no_persistenced,
+                .no_fabricmanager = req->no_fabricmanager,
+                .no_gsp_firmware = req->no_gsp_firmware,
+        };
+}
+
+/* ---- building ---- */
+
+static const char *base_name(const char *p)
+{
+        const char *s = strrchr(p, '/');
+        return s ? s + 1 : p;
+}
+
+/* gh_plan_add, then tags the new item (an already planned destination adds nothing). */
+static int add_file(struct gh_plan *plan, enum gh_item_kind kind, enum gh_item_role role,
+                    const struct gh_driver_file *f, const char *dst, unsigned flags, gh_error_t *err)
+{
+        size_t before = plan->n;
+        struct gh_item *it;
+
+        if (gh_plan_add(plan, kind, f->path, dst, flags, err) < 0)
+                return -1;
+        if (plan->n == before)
+                return 0;
+        it = &plan->items[plan->n - 1];
+        it->role = role;
+        it->cap = f->cap;
+        it->compat32 = f->compat32;
+        if (f->soname != NULL && (it->soname = strdup(f->soname)) == NULL)
+                return gh_err(err, ENOMEM, "planning the injection");
+        return 0;
+}
+
+static int plan_devices(struct gh_plan *plan, int droot, const struct gh_request *req, const struct gh_gpu_list *gpus,
+                        const struct gh_selection *sel, gh_error_t *err)
+{
+        struct gh_device_list devs = { 0 };
+        _cleanup_free_ unsigned *minors = calloc(sel->ngpus + 1, sizeof(*minors));
+        _cleanup_free_ struct gh_devices_mig *migs = calloc(sel->nmigs + 1, sizeof(*migs));
+        struct gh_devices_request dr = {
+                .caps = gh_request_caps(req),
+                .minors = minors,
+                .nminors = sel->ngpus,
+                .migs = migs,
+                .nmigs = sel->nmigs,
+                .mig_config = req->mig_config,
+                .mig_monitor = req->mig_monitor,
+                .imex_channels = req->imex,
+                .nimex = req->nimex,
+        };
+        int r = -1;
+
+        if (minors == NULL || migs == NULL)
+                return gh_err(err, ENOMEM, "planning device nodes");
+        for (size_t i = 0; i < sel->ngpus; i++)
+                minors[i] = sel->gpus[i]->minor;
+        for (size_t i = 0; i < sel->nmigs; i++) {
+                const struct gh_gpu *parent = gh_gpu_by_index(gpus, sel->migs[i]->parent_index);
+                migs[i] = (struct gh_devices_mig) { .gpu_minor = parent ? parent->minor : 0,
+                                                    .gi = sel->migs[i]->gi, .ci = sel->migs[i]->ci };
+        }
+        if (gh_devices_collect(droot, &dr, &devs, err) < 0)
+                return -1;
+        plan->rules = calloc(devs.n ? devs.n : 1, sizeof(*plan->rules));
+        if (plan->rules == NULL) {
+                gh_err(err, ENOMEM, "planning device rules");
+                goto out;
+        }
+        for (size_t i = 0; i < devs.n; i++) {
+                if (gh_plan_add_device(plan, devs.v[i].path, devs.v[i].path, devs.v[i].rdev, err) < 0)
+                        goto out;
+                plan->rules[plan->nrules++] = (struct gh_dev_rule) {
+                        .type = 'c', .major = major(devs.v[i].rdev), .minor = minor(devs.v[i].rdev),
+                };
+        }
+        r = 0;
+out:
+        gh_device_list_free(&devs);
+        return r;
+}
+
+/* Links users expect next to the SONAME links: the development links of libcuda and
+ * libnvidia-opticalflow (what dlopen("libcuda.so") finds), and libGLX_indirect for GLVND. */
+static int plan_extra_links(struct gh_plan *plan, const char *dir, const char *soname, const char *file,
+                            gh_error_t *err)
+{
+        char dst[PATH_MAX];
+
+        if (strcmp(soname, "libcuda.so.1") == 0 || strcmp(soname, "libnvidia-opticalflow.so.1") == 0) {
+                snprintf(dst, sizeof(dst), "%s/%.*s", dir, (int) (strlen(soname) - 2), soname);
+                if (gh_plan_add_symlink(plan, dst, soname, true, err) < 0)
+                        return -1;
+        }
+        if (strncmp(soname, "libGLX_nvidia.so.", 17) == 0) {
+                snprintf(dst, sizeof(dst), "%s/libGLX_indirect.so.0", dir);
+                if (gh_plan_add_symlink(plan, dst, file, true, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+static int plan_libraries(struct gh_plan *plan, const struct gh_driver *drv, gh_error_t *err)
+{
+        for (size_t i = 0; i < drv->libs.n; i++) {
+                const struct gh_driver_file *f = &drv->libs.v[i];
+                const char *dir = f->compat32 ? plan->layout.libdir32 : plan->layout.libdir;
+                const char *file = base_name(f->path);
+                char dst[PATH_MAX], link[PATH_MAX];
+
+                snprintf(dst, sizeof(dst), "%s/%s", dir, file);
+                if (add_file(plan, GH_ITEM_FILE, GH_ROLE_LIBRARY, f, dst, GH_MNT_FILE, err) < 0)
+                        return -1;
+                if (f->soname == NULL)
+                        continue;
+                if (strcmp(f->soname, file) != 0) {
+                        snprintf(link, sizeof(link), "%s/%s", dir, f->soname);
+                        if (gh_plan_add_symlink(plan, link, file, true, err) < 0)
+                                return -1;
+                } else {
+                        snprintf(link, sizeof(link), "%s", dst);
+                }
+                if (gh_plan_add_library(plan, f->soname, link, f->compat32, err) < 0 ||
+                    plan_extra_links(plan, dir, f->soname, file, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+static int plan_files(struct gh_plan *plan, const struct gh_driver *drv, gh_error_t *err)
+{
+        char dst[PATH_MAX];
+
+        for (size_t i = 0; i < drv->bins.n; i++) {
+                snprintf(dst, sizeof(dst), "/usr/bin/%s", base_name(drv->bins.v[i].path));
+                if (add_file(plan, GH_ITEM_FILE, GH_ROLE_BINARY, &drv->bins.v[i], dst, GH_MNT_FILE, err) < 0)
+                        return -1;
+        }
+        for (size_t i = 0; i < drv->firmware.n; i++)
+                if (add_file(plan, GH_ITEM_FILE, GH_ROLE_FIRMWARE, &drv->firmware.v[i], drv->firmware.v[i].path,
+                             GH_MNT_FILE, err) < 0)
+                        return -1;
+        for (size_t i = 0; i < drv->ipcs.n; i++) {
+                const struct gh_driver_file *f = &drv->ipcs.v[i];
+                if (add_file(plan, S_ISDIR(f->type) ? GH_ITEM_DIR : GH_ITEM_FILE, GH_ROLE_IPC, f, f->path, GH_MNT_IPC,
+                             err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+static int build(int droot, const struct gh_driver *drv, const struct gh_gpu_list *gpus, const struct gh_request *req,
+                 struct gh_plan *plan, gh_error_t *err)
+{
+        _cleanup_selection_ struct gh_selection sel = { 0 };
+
+        if (gh_request_wants_gpus(req) && gh_select_resolve(&req->devices, gpus, &sel, err) < 0)
+                return -1;
+        for (size_t i = 0; i < req->nrequirements; i++)
+                if (gh_require_check_expr(req->requirements[i], gpus, &sel, err) < 0)
+                        return -1;
+        if (plan_devices(plan, droot, req, gpus, &sel, err) < 0 || gh_plan_read_proc(plan, droot, err) < 0)
+                return -1;
+        for (size_t i = 0; i < sel.ngpus; i++)
+                if (gh_plan_add_proc_gpu(plan, sel.gpus[i]->busid, err) < 0)
+                        return -1;
+        return plan_libraries(plan, drv, err) < 0 || plan_files(plan, drv, err) < 0 ? -1 : 0;
+}
+
+int gh_plan_build(int driver_rootfd, const struct gh_driver *drv, const struct gh_gpu_list *gpus,
+                  const struct gh_request *req, const struct gh_layout *layout, struct gh_plan *out,
+                  gh_error_t *err)
+{
+        static const struct gh_gpu_list no_gpus = { 0 };
+
+        memset(out, 0, sizeof(*out));
+        out->layout = *layout;
+        out->no_devbind = req->no_devbind;
+        out->used_nvml = gpus != NULL && gpus->from_nvml;
+        out->driver_version = strdup(drv->version ? drv->version : "");
+        if (out->driver_version == NULL)
+                return gh_err(err, ENOMEM, "planning the injection");
+        if (build(driver_rootfd, drv, gpus ? gpus : &no_gpus, req, out, err) < 0) {
+                gh_plan_free(out);
+                return -1;
+        }
+        return 0;
+}
+
+int gh_plan_for_root(const char *driver_root, const char *ldcache, const char *path, const struct gh_request *req,
+                     const struct gh_layout *layout, struct gh_plan *out, gh_error_t *err)
+{
+        _cleanup_close_ int droot = -1;
+        _cleanup_gpu_list_ struct gh_gpu_list gpus = { 0 };
+        struct gh_driver_opts dopts;
+        struct gh_driver *drv = NULL;
+        int r;
+
+        memset(out, 0, sizeof(*out));
+        droot = gh_rootfs_open(driver_root, err);
+        if (droot < 0)
+                return gh_err_wrap(err, "driver root");
+        gh_plan_driver_opts(req, ldcache, path, &dopts);
+        if (gh_driver_discover(droot, &dopts, &drv, err) < 0)
+                return -1;
+        r = gh_plan_load_gpus(droot, req, &gpus, err);
+        if (r == 0)
+                r = gh_plan_build(droot, drv, &gpus, req, layout, out, err);
+        gh_driver_free(drv);
+        return r;
 }
 
 void gh_plan_free(struct gh_plan *plan)
@@ -319,6 +503,7 @@ void gh_plan_free(struct gh_plan *plan)
                 free(plan->items[i].src);
                 free(plan->items[i].dst);
                 free(plan->items[i].target);
+                free(plan->items[i].soname);
         }
         free(plan->items);
         for (size_t i = 0; i < plan->nproc_gpus; i++) {
@@ -331,8 +516,10 @@ void gh_plan_free(struct gh_plan *plan)
                 free(plan->libs[i].path);
         }
         free(plan->libs);
+        free(plan->rules);
         free(plan->params);
         free(plan->version);
         free(plan->registry);
+        free(plan->driver_version);
         memset(plan, 0, sizeof(*plan));
 }

@@ -1,7 +1,16 @@
-/* The injection plan: everything `configure` will put into a container, decided on the host before
- * touching the container.  Building the plan needs the driver root only; executing it happens in
- * two halves: sources are opened in the host's mount namespace (gh_plan_open_sources), then
- * attached inside the container's (gh_plan_apply). */
+/* The injection plan: everything a container gets, decided on the host before touching it.
+ *
+ *   gh_layout_detect()   where the container keeps its libraries (from its rootfs), or a fixed
+ *                        layout given by the caller (list, CDI) when there is no rootfs
+ *   gh_plan_load_gpus()  the GPUs the request needs to know about (NVML only when it must)
+ *   gh_plan_build()      the plan: device nodes with major:minor, files and directories to bind
+ *                        with their container paths and mount flags, symlinks, the content of the
+ *                        masked /proc/driver/nvidia, the device cgroup rules and the ld cache
+ *                        entries.  `gpu-cli list` prints it, `gpu-cli configure --dry-run` prints
+ *                        it as JSON (docs/plan.md), `gpu-cli configure` applies it.
+ *
+ * Applying it happens in two halves (inject.c): sources are opened in the host's mount namespace
+ * (gh_plan_open_sources), then attached inside the container's (gh_plan_apply). */
 #ifndef GH_PLAN_H
 #define GH_PLAN_H
 
@@ -9,8 +18,12 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "cgroup.h"
+#include "driver.h"
 #include "error.h"
+#include "gpus.h"
 #include "mount.h"
+#include "request.h"
 
 enum gh_item_kind {
         GH_ITEM_FILE,    /* bind a file (library, binary, firmware, socket) */
@@ -19,14 +32,28 @@ enum gh_item_kind {
         GH_ITEM_SYMLINK, /* create a symlink dst -> target */
 };
 
+/* Why an item is in the plan (list's sections). */
+enum gh_item_role {
+        GH_ROLE_DEVICE,
+        GH_ROLE_LIBRARY,
+        GH_ROLE_BINARY,
+        GH_ROLE_FIRMWARE,
+        GH_ROLE_IPC,
+        GH_ROLE_LINK, /* a symlink next to a library (SONAME, development and GLX indirect links) */
+};
+
 struct gh_item {
         enum gh_item_kind kind;
-        char *src;    /* path inside the driver root (FILE, DIR, DEVICE) */
-        char *dst;    /* path inside the container */
-        char *target; /* SYMLINK */
+        enum gh_item_role role;
+        char *src;      /* path inside the driver root (FILE, DIR, DEVICE) */
+        char *dst;      /* path inside the container */
+        char *target;   /* SYMLINK */
         unsigned flags; /* GH_MNT_* */
         dev_t rdev;     /* DEVICE: expected st_rdev */
         bool optional;  /* a failure is a warning (e.g. a symlink the image already has as a file) */
+        unsigned cap;   /* the GH_CAP_* bit that brought it in (0: always) */
+        bool compat32;  /* an i386 library */
+        char *soname;   /* LIBRARY: its SONAME (NULL when it has none) */
         struct gh_source source;
 };
 
@@ -36,8 +63,23 @@ struct gh_proc_gpu {
         struct gh_source source;
 };
 
+/* One entry of the container's ld cache. */
+struct gh_plan_lib {
+        char *soname;
+        char *path; /* in the container */
+        bool compat32;
+};
+
+/* The container's library directories. */
+struct gh_layout {
+        char libdir[128];   /* 64-bit libraries, e.g. /usr/lib/x86_64-linux-gnu */
+        char libdir32[128]; /* i386 libraries, e.g. /usr/lib/i386-linux-gnu */
+};
+
 struct gh_plan {
-        struct gh_item *items;
+        char *driver_version;
+        struct gh_layout layout;
+        struct gh_item *items; /* devices first, then libraries and their links, binaries, firmware, IPC */
         size_t n, cap;
         /* /proc/driver/nvidia masking: file contents read on the host. */
         bool mask_proc;
@@ -45,22 +87,45 @@ struct gh_plan {
         size_t params_len, version_len, registry_len;
         struct gh_proc_gpu *proc_gpus;
         size_t nproc_gpus;
-        /* Libraries for the container's ld cache: key = SONAME, value = container path. */
-        struct { char *soname; char *path; bool compat32; } *libs;
+        struct gh_plan_lib *libs; /* ld cache entries */
         size_t nlibs;
+        struct gh_dev_rule *rules; /* device cgroup rules: exactly the planned nodes */
+        size_t nrules;
         bool no_devbind;
+        bool used_nvml; /* the GPU list came from NVML */
 };
 
-int gh_plan_add(struct gh_plan *plan, enum gh_item_kind kind, const char *src, const char *dst, unsigned flags,
-                gh_error_t *err);
-int gh_plan_add_device(struct gh_plan *plan, const char *src, const char *dst, dev_t rdev, gh_error_t *err);
-int gh_plan_add_symlink(struct gh_plan *plan, const char *dst, const char *target, bool optional, gh_error_t *err);
-int gh_plan_add_library(struct gh_plan *plan, const char *soname, const char *path, bool compat32, gh_error_t *err);
-int gh_plan_add_proc_gpu(struct gh_plan *plan, const char *busid, gh_error_t *err);
+/* The layout of the container whose root is rootfd (in-root resolver): Debian-style
+ * (/usr/lib/x86_64-linux-gnu, /usr/lib/i386-linux-gnu) when it has /etc/debian_version, else
+ * /usr/lib64 and /usr/lib32 (or /usr/lib when there is no /usr/lib32). */
+void gh_layout_detect(int rootfd, struct gh_layout *out);
+/* A named layout: "debian" or "lib64" (the two gh_layout_detect() picks from); -1 when unknown. */
+int gh_layout_named(const char *name, struct gh_layout *out, gh_error_t *err);
 
-/* Reads proc/driver/nvidia/{params,version,registry} under the driver root (params with
- * ModifyDeviceFiles rewritten to 0) for the masking tmpfs. */
-int gh_plan_read_proc(struct gh_plan *plan, int driver_rootfd, gh_error_t *err);
+/* Loads what the request needs to know about the GPUs into *gpus (left empty when it names no GPU
+ * and has no requirement).  NVML (the driver service, as req->uid/gid) is asked only when the
+ * request needs what only it knows: requirements, MIG devices named, or "all" on a driver that has
+ * MIG instances; "all" falls back to the GPUs without their MIG devices, with a warning, when NVML
+ * cannot answer. */
+int gh_plan_load_gpus(int driver_rootfd, const struct gh_request *req, struct gh_gpu_list *gpus, gh_error_t *err);
+
+/* The driver discovery options of a request (caps, no_* switches, the MPS pipe dir); ldcache and
+ * path are the driver root's (NULL: defaults). */
+void gh_plan_driver_opts(const struct gh_request *req, const char *ldcache, const char *path,
+                         struct gh_driver_opts *out);
+
+/* Builds the plan for req: resolves its devices against gpus, checks its requirements (an unmet
+ * one fails with code GH_REQUIRE_UNMET), collects the device nodes under the driver root, places
+ * the driver's files in layout and reads /proc/driver/nvidia for the mask.  *out is filled on
+ * success and empty on failure. */
+int gh_plan_build(int driver_rootfd, const struct gh_driver *drv, const struct gh_gpu_list *gpus,
+                  const struct gh_request *req, const struct gh_layout *layout, struct gh_plan *out,
+                  gh_error_t *err);
+
+/* Everything above for a driver root given as a path (ldcache, path: see gh_plan_driver_opts).
+ * Fails with code GH_DRIVER_ENODRIVER when the root has no driver. */
+int gh_plan_for_root(const char *driver_root, const char *ldcache, const char *path, const struct gh_request *req,
+                     const struct gh_layout *layout, struct gh_plan *out, gh_error_t *err);
 
 /* Host side: opens every source under the driver root and checks device nodes' st_rdev. */
 int gh_plan_open_sources(struct gh_plan *plan, int driver_rootfd, const char *driver_root, gh_error_t *err);
@@ -70,5 +135,16 @@ int gh_plan_open_sources(struct gh_plan *plan, int driver_rootfd, const char *dr
 int gh_plan_apply(struct gh_plan *plan, int rootfd, gh_error_t *err);
 
 void gh_plan_free(struct gh_plan *plan);
+
+/* Building blocks of gh_plan_build (an item whose dst is already planned is skipped). */
+int gh_plan_add(struct gh_plan *plan, enum gh_item_kind kind, const char *src, const char *dst, unsigned flags,
+                gh_error_t *err);
+int gh_plan_add_device(struct gh_plan *plan, const char *src, const char *dst, dev_t rdev, gh_error_t *err);
+int gh_plan_add_symlink(struct gh_plan *plan, const char *dst, const char *target, bool optional, gh_error_t *err);
+int gh_plan_add_library(struct gh_plan *plan, const char *soname, const char *path, bool compat32, gh_error_t *err);
+int gh_plan_add_proc_gpu(struct gh_plan *plan, const char *busid, gh_error_t *err);
+/* Reads proc/driver/nvidia/{params,version,registry} under the driver root (params with
+ * ModifyDeviceFiles rewritten to 0) for the masking tmpfs. */
+int gh_plan_read_proc(struct gh_plan *plan, int driver_rootfd, gh_error_t *err);
 
 #endif

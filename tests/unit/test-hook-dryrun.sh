@@ -407,6 +407,25 @@ OUT=$(printf '%s' "$STATE" | "$GPU_HOOK" --config="$GH_SOURCE_DIR/contrib/config
 t_match "$OUT" '^\{"gpu_container":true,"devices":\["0"\],"capabilities":\["compute","utility"\]' \
         "contrib/config.json is valid and holds the defaults"
 
+# --- limits: the request's (lib/request.h), the same in gpu-cli -----------------------------------
+reqs() { local i e="NVIDIA_VISIBLE_DEVICES=0"; for ((i = 1; i <= $1; i++)); do e+="|NVIDIA_REQUIRE_R$i=cuda>=1.$i"; done; printf '%s' "$e"; }
+chans() { seq -s, 0 $(($1 - 1)); }
+write_config ""
+write_bundle "" "$(reqs 64)"
+dry_run
+t_is "$RC:$(printf '%s' "$OUT" | grep -o 'cuda>=1\.' | wc -l)" "0:64" "64 requirements pass the dry run"
+check "65 requirements are refused, as gpu-cli would" "" "$(reqs 65)" "!more than 64 "
+write_bundle "" "NVIDIA_VISIBLE_DEVICES=0|NVIDIA_IMEX_CHANNELS=$(chans 2048)"
+dry_run
+t_is "$RC:$(printf '%s' "$OUT" | grep -o '"imex_channels":\[[0-9,]*\]' | tr -cd , | wc -c)" "0:2047" "2048 IMEX channels pass the dry run"
+check "2049 IMEX channels are refused, as gpu-cli would" "" "NVIDIA_VISIBLE_DEVICES=0|NVIDIA_IMEX_CHANNELS=$(chans 2049)" \
+        "!more than 2048 "
+printf '%s' '{"cli":{"user":"65534:x"}}' >"$T/hook.json"
+write_bundle "" "NVIDIA_VISIBLE_DEVICES=0"
+dry_run
+t_ok_re() { if [ "$RC" -ne 0 ] && [ -z "$OUT" ] && printf '%s' "$ERR" | grep -Eq -- "$1"; then t_pass "$2"; else t_fail "$2"; t_diag "exit $RC, stdout '$OUT', stderr '$ERR'"; fi; }
+t_ok_re 'cli.user.*65534:x' "cli.user 65534:x is refused in the dry run (gpu-cli would refuse it)"
+
 # --- command line ----------------------------------------------------------------------------
 t_is "$("$GPU_HOOK" poststart </dev/null >/dev/null 2>&1; echo $?)" 0 "poststart exits 0 without reading anything"
 t_is "$("$GPU_HOOK" poststop </dev/null >/dev/null 2>&1; echo $?)" 0 "poststop exits 0"

@@ -50,7 +50,7 @@ echo 0 >"$T/fake-rc"
 hook
 t_is "$RC" 0 "a GPU container is configured (exit 0)"
 t_is "$(tr '\n' ' ' <"$T/argv")" \
-        "--root=/drv --user=1:2 configure --pid=4242 --device=0,GPU-12345678-1234-1234-1234-123456789abc --require=cuda>=11.0 brand=tesla --compute --utility --video --no-cgroups --ldconfig=@/sbin/ldconfig --mig-config=all --imex-channel=3 --imex-channel=1 $T/b/rootfs " \
+        "--root=/drv configure --pid=4242 --device=0,GPU-12345678-1234-1234-1234-123456789abc --require=cuda>=11.0 brand=tesla --compute --utility --video --mig-config=all --imex-channel=3 --imex-channel=1 --user=1:2 --ldconfig=@/sbin/ldconfig --no-cgroups $T/b/rootfs " \
         "gpu-cli gets the documented configure argv"
 t_is "$(cat "$T/environ")" "PATH=/usr/sbin:/usr/bin:/sbin:/bin" "gpu-cli's environment is PATH alone"
 t_nomatch "$(cat "$T/fds")" '^7$' "an fd the hook inherited does not reach gpu-cli"
@@ -66,13 +66,13 @@ bundle NVIDIA_VISIBLE_DEVICES=all
 write_config ', "debug": "/dev/null", "load-kmods": true, "ldcache": "/etc/ld.so.cache"'
 hook prestart
 t_is "$(tr '\n' ' ' <"$T/argv")" \
-        "--root=/drv --ldcache=/etc/ld.so.cache --user=1:2 --debug=/dev/null --log-format=json --load-kmods configure --pid=4242 --device=all --compute --utility --no-cgroups --ldconfig=@/sbin/ldconfig $T/b/rootfs " \
+        "--root=/drv --ldcache=/etc/ld.so.cache --debug=/dev/null --log-format=json --load-kmods configure --pid=4242 --device=all --compute --utility --user=1:2 --ldconfig=@/sbin/ldconfig --no-cgroups $T/b/rootfs " \
         "prestart: all devices, the cli options of the config"
 bundle NVIDIA_VISIBLE_DEVICES=none
 write_config
 hook
 t_is "$(tr '\n' ' ' <"$T/argv")" \
-        "--root=/drv --user=1:2 configure --pid=4242 --compute --utility --no-cgroups --ldconfig=@/sbin/ldconfig $T/b/rootfs " \
+        "--root=/drv configure --pid=4242 --compute --utility --user=1:2 --ldconfig=@/sbin/ldconfig --no-cgroups $T/b/rootfs " \
         "none: configure without --device"
 
 echo 4 >"$T/fake-rc"

@@ -1,0 +1,167 @@
+/* Applying a plan (plan.h): sources opened on the host, targets created and attached inside the
+ * container with the in-root resolver, /proc/driver/nvidia masked. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "log.h"
+#include "plan.h"
+#include "rootfs.h"
+
+int gh_plan_open_sources(struct gh_plan *plan, int driver_rootfd, const char *driver_root, gh_error_t *err)
+{
+        for (size_t i = 0; i < plan->n; i++) {
+                struct gh_item *it = &plan->items[i];
+                if (it->kind == GH_ITEM_SYMLINK)
+                        continue;
+                if (it->kind == GH_ITEM_DEVICE && plan->no_devbind)
+                        continue;
+                if (gh_source_open(driver_rootfd, driver_root, it->src, &it->source, err) < 0)
+                        return -1;
+                if (it->kind == GH_ITEM_DEVICE &&
+                    (!S_ISCHR(it->source.st.st_mode) || it->source.st.st_rdev != it->rdev))
+                        return gh_err(err, 0, "device node %s is not the character device %u:%u it was a moment ago",
+                                      it->source.path, major(it->rdev), minor(it->rdev));
+        }
+        for (size_t i = 0; i < plan->nproc_gpus; i++) {
+                char path[128];
+                snprintf(path, sizeof(path), "/proc/driver/nvidia/gpus/%s", plan->proc_gpus[i].busid);
+                if (gh_source_open(driver_rootfd, driver_root, path, &plan->proc_gpus[i].source, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+static int make_device_node(int rootfd, const struct gh_item *it, gh_error_t *err)
+{
+        _cleanup_free_ char *name = NULL;
+        _cleanup_close_ int dirfd = gh_resolve_parent(rootfd, it->dst, true, &name, err);
+        struct stat st;
+
+        if (dirfd < 0)
+                return -1;
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                if (S_ISCHR(st.st_mode) && st.st_rdev == it->rdev)
+                        return 0;
+                if (S_ISDIR(st.st_mode) || unlinkat(dirfd, name, 0) < 0)
+                        return gh_err(err, errno ? errno : EEXIST, "replacing %s in the container", it->dst);
+        }
+        if (mknodat(dirfd, name, S_IFCHR | 0666, it->rdev) < 0)
+                return gh_err(err, errno, "creating device node %s in the container", it->dst);
+        return 0;
+}
+
+/* Where /proc/driver/nvidia can be masked.  Inside a procfs without the driver (the fake driver on
+ * a CPU machine) the directory does not exist and procfs refuses mkdir: mask /proc/driver then. */
+static int proc_mask_point(int rootfd, const char **base, gh_error_t *err)
+{
+        _cleanup_error_ gh_error_t e = NULL;
+        _cleanup_close_ int fd = gh_resolve(rootfd, "/proc/driver/nvidia", O_PATH | O_DIRECTORY, &e);
+        struct statfs sfs;
+
+        *base = "/proc/driver/nvidia";
+        if (fd >= 0)
+                return 0;
+        gh_error_free(&e);
+        _cleanup_close_ int drv = gh_resolve(rootfd, "/proc/driver", O_RDONLY | O_DIRECTORY, &e);
+        if (drv >= 0 && fstatfs(drv, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC) {
+                *base = "/proc/driver";
+                return 1;
+        }
+        return 0;
+}
+
+static int write_file_at(int dirfd, const char *name, const char *data, size_t len, gh_error_t *err)
+{
+        _cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+        if (fd < 0)
+                return gh_err(err, errno, "creating /proc/driver/nvidia/%s in the container", name);
+        if (len > 0 && write(fd, data, len) != (ssize_t) len)
+                return gh_err(err, errno, "writing /proc/driver/nvidia/%s in the container", name);
+        return 0;
+}
+
+static int apply_proc_mask(struct gh_plan *plan, int rootfd, gh_error_t *err)
+{
+        _cleanup_close_ int tfd = -1, nvfd = -1, gpusfd = -1;
+        const char *base;
+        int whole_driver_dir = proc_mask_point(rootfd, &base, err);
+
+        tfd = gh_tmpfs_attach(rootfd, base, "mode=0755,size=1m", err);
+        if (tfd < 0)
+                return gh_err_wrap(err, "masking /proc/driver/nvidia");
+        if (whole_driver_dir) {
+                if (mkdirat(tfd, "nvidia", 0555) < 0)
+                        return gh_err(err, errno, "creating /proc/driver/nvidia in the container");
+                nvfd = openat(tfd, "nvidia", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        } else {
+                nvfd = dup(tfd);
+        }
+        if (nvfd < 0)
+                return gh_err(err, errno, "opening /proc/driver/nvidia in the container");
+        if ((plan->params && write_file_at(nvfd, "params", plan->params, plan->params_len, err) < 0) ||
+            (plan->version && write_file_at(nvfd, "version", plan->version, plan->version_len, err) < 0) ||
+            (plan->registry && write_file_at(nvfd, "registry", plan->registry, plan->registry_len, err) < 0))
+                return -1;
+        if (mkdirat(nvfd, "gpus", 0555) < 0)
+                return gh_err(err, errno, "creating /proc/driver/nvidia/gpus in the container");
+        for (size_t i = 0; i < plan->nproc_gpus; i++) {
+                char dst[160];
+                snprintf(dst, sizeof(dst), "/proc/driver/nvidia/gpus/%s", plan->proc_gpus[i].busid);
+                if (gh_attach(&plan->proc_gpus[i].source, rootfd, dst, GH_TARGET_DIR,
+                              GH_MNT_RDONLY | GH_MNT_NOSUID | GH_MNT_NODEV | GH_MNT_NOEXEC, err) < 0)
+                        return -1;
+        }
+        if (fchmod(nvfd, 0555) < 0 || fchmod(tfd, 0555) < 0)
+                return gh_err(err, errno, "sealing /proc/driver/nvidia in the container");
+        return gh_remount(rootfd, base, GH_MNT_RDONLY | GH_MNT_NOSUID | GH_MNT_NODEV | GH_MNT_NOEXEC, err);
+}
+
+int gh_plan_apply(struct gh_plan *plan, int rootfd, gh_error_t *err)
+{
+        for (size_t i = 0; i < plan->n; i++) {
+                struct gh_item *it = &plan->items[i];
+                _cleanup_error_ gh_error_t e = NULL;
+                int r = 0;
+
+                switch (it->kind) {
+                case GH_ITEM_DEVICE:
+                        r = plan->no_devbind ? make_device_node(rootfd, it, &e)
+                                             : gh_attach(&it->source, rootfd, it->dst, GH_TARGET_FILE, it->flags, &e);
+                        break;
+                case GH_ITEM_FILE:
+                        r = gh_attach(&it->source, rootfd, it->dst, GH_TARGET_FILE, it->flags, &e);
+                        break;
+                case GH_ITEM_DIR:
+                        r = gh_attach(&it->source, rootfd, it->dst, GH_TARGET_DIR, it->flags, &e);
+                        break;
+                case GH_ITEM_SYMLINK:
+                        r = gh_create_symlink(rootfd, it->dst, it->target, &e);
+                        break;
+                default:
+                        r = gh_err(&e, EINVAL, "unknown plan item");
+                }
+                if (r < 0 && it->optional) {
+                        gh_warn("%s (skipped)", e->msg);
+                        continue;
+                }
+                if (r < 0) {
+                        *err = steal_pointer(&e);
+                        return -1;
+                }
+                gh_debug("injected %s%s%s", it->dst, it->kind == GH_ITEM_SYMLINK ? " -> " : "",
+                         it->kind == GH_ITEM_SYMLINK ? it->target : "");
+        }
+        if (plan->mask_proc && apply_proc_mask(plan, rootfd, err) < 0)
+                return -1;
+        return 0;
+}
+
