@@ -142,7 +142,7 @@ static void print_paths(const struct gh_plan *plan, const char *prefix, enum gh_
 {
         for (size_t i = 0; i < plan->n; i++)
                 if (plan->items[i].role == role)
-                        printf("%s%s\n", prefix, plan->items[i].src);
+                        printf("%s%s\n", plan->items[i].host_src ? "" : prefix, plan->items[i].src);
 }
 
 int cmd_list(int argc, char **argv, const struct cli_globals *g)

@@ -24,7 +24,7 @@ static json_t *item_json(const struct gh_item *it, const char *prefix)
                 json_object_set_new(o, "target", json_string(it->target));
                 return o;
         }
-        if (asprintf(&host, "%s%s", prefix, it->src) < 0)
+        if (asprintf(&host, "%s%s", it->host_src ? "" : prefix, it->src) < 0)
                 host = NULL;
         json_object_set_new(o, "path", json_string(it->src));
         json_object_set_new(o, "host_path", host ? json_string(host) : json_null());

@@ -18,6 +18,7 @@
 
 #include "cleanup.h"
 #include "hook.h"
+#include "mps.h"
 
 int gh_hook_request(const struct gh_config *cfg, const struct gh_env_decision *d, struct gh_request *req,
                     gh_error_t *err)
@@ -53,6 +54,13 @@ int gh_hook_request(const struct gh_config *cfg, const struct gh_env_decision *d
         if (cfg->cli.ldconfig && gh_request_set_ldconfig(req, cfg->cli.ldconfig, err) < 0)
                 return gh_err_wrap(err, "\"cli.ldconfig\" in the gpu-hook configuration");
         req->no_cgroups = cfg->cli.no_cgroups;
+        if (d->mps_group) {
+                req->mps_group = strdup(d->mps_group);
+                if (strcmp(cfg->mps.dir, GH_MPS_DEFAULT_DIR) != 0)
+                        req->mps_dir = strdup(cfg->mps.dir);
+                if (req->mps_group == NULL || (strcmp(cfg->mps.dir, GH_MPS_DEFAULT_DIR) != 0 && req->mps_dir == NULL))
+                        return gh_err(err, ENOMEM, "building the request");
+        }
         return 0;
 }
 

@@ -8,6 +8,7 @@
 #include "capability.h"
 #include "cleanup.h"
 #include "env.h"
+#include "mps.h"
 #include "log.h"
 #include "require.h"
 
@@ -389,6 +390,25 @@ static int decide_imex(const struct env *e, struct gh_env_decision *d, gh_error_
         return 0;
 }
 
+/* The MPS group (docs/mps.md): the annotation wins; the variable only when the config accepts it. */
+static int decide_mps(struct env *e, const struct gh_oci_spec *spec, const struct gh_config *cfg,
+                      struct gh_env_decision *d, gh_error_t *err)
+{
+        const char *name = spec->mps_group;
+
+        if (name == NULL && cfg->accept_mps_envvar) {
+                if (env_get(e, GH_ENV_MPS_GROUP, &name, err) < 0)
+                        return -1;
+                d->mps_from_env = name != NULL;
+        }
+        if (name == NULL)
+                return 0;
+        if (gh_mps_name_check(name, err) < 0)
+                return gh_err_wrap(err, "%s", d->mps_from_env ? GH_ENV_MPS_GROUP : "annotation " GH_OCI_ANNOTATION_MPS_GROUP);
+        d->mps_group = strdup(name);
+        return d->mps_group ? 0 : gh_err(err, ENOMEM, "reading the MPS group");
+}
+
 static int decide(const struct gh_oci_spec *spec, const struct gh_config *cfg, struct gh_env_decision *d,
                   gh_error_t *err)
 {
@@ -408,7 +428,9 @@ static int decide(const struct gh_oci_spec *spec, const struct gh_config *cfg, s
             decide_mig(&e, "NVIDIA_MIG_CONFIG_DEVICES", d->privileged, &d->mig_config, err) < 0 ||
             decide_mig(&e, "NVIDIA_MIG_MONITOR_DEVICES", d->privileged, &d->mig_monitor, err) < 0)
                 return -1;
-        return decide_imex(&e, d, err);
+        if (decide_imex(&e, d, err) < 0)
+                return -1;
+        return decide_mps(&e, spec, cfg, d, err);
 }
 
 int gh_env_decide(const struct gh_oci_spec *spec, const struct gh_config *cfg, struct gh_env_decision *d,
@@ -429,6 +451,7 @@ void gh_env_decision_free(struct gh_env_decision *d)
                 free(d->requirements[i]);
         free(d->requirements);
         free(d->imex_channels);
+        free(d->mps_group);
         memset(d, 0, sizeof(*d));
 }
 
@@ -463,6 +486,7 @@ json_t *gh_env_decision_json(const struct gh_env_decision *d, const char *rootfs
                 ok &= json_object_set_new(j, "mig_config", d->mig_config ? json_string("all") : json_null()) == 0;
                 ok &= json_object_set_new(j, "mig_monitor", d->mig_monitor ? json_string("all") : json_null()) == 0;
                 ok &= json_object_set(j, "imex_channels", imex) == 0;
+                ok &= json_object_set_new(j, "mps_group", d->mps_group ? json_string(d->mps_group) : json_null()) == 0;
                 ok &= json_object_set_new(j, "rootfs", rootfs ? json_string(rootfs) : json_null()) == 0;
                 ok &= json_object_set_new(j, "pid", json_integer(pid)) == 0;
         }

@@ -48,7 +48,13 @@ struct gh_env_decision {
         bool mig_monitor;                 /* NVIDIA_MIG_MONITOR_DEVICES=all */
         unsigned *imex_channels;
         size_t n_imex_channels;
+        char *mps_group;   /* the MPS group to join: annotation, or the env var when the config allows */
+        bool mps_from_env; /* it came from GPU_HOOK_MPS_GROUP */
 };
+
+/* The variable by which an image could ask for an MPS group: honoured only with the config key
+ * accept-mps-group-envvar (images choose their environment; orchestrators set annotations). */
+#define GH_ENV_MPS_GROUP "GPU_HOOK_MPS_GROUP"
 
 /* Applies REFERENCE §2 to spec's environment under cfg's policy.  A non-GPU container is not an
  * error: d->gpu_container is false and nothing else is filled. */

@@ -8,6 +8,7 @@
 #include "cleanup.h"
 #include "config.h" /* the build's: GPUHOOK_CLI_PATH */
 #include "hookconfig.h"
+#include "mps.h"
 #include "oci.h"
 
 enum key_type { KEY_BOOL, KEY_STRING, KEY_PATH, KEY_OPT_STRING, KEY_OPT_PATH, KEY_LDCONFIG, KEY_NAMES, KEY_CAPS };
@@ -26,6 +27,11 @@ static const struct key top_keys[] = {
         K("disable-require", KEY_BOOL, disable_require),
         K("swarm-resource", KEY_NAMES, swarm_resource),
         K("supported-driver-capabilities", KEY_CAPS, supported_caps),
+        K("accept-mps-group-envvar", KEY_BOOL, accept_mps_envvar),
+};
+
+static const struct key mps_keys[] = {
+        K("dir", KEY_PATH, mps.dir),
 };
 
 static const struct key cli_keys[] = {
@@ -48,7 +54,8 @@ int gh_config_init(struct gh_config *cfg, gh_error_t *err)
         cfg->cli.root = strdup("/");
         cfg->cli.path = strdup(GPUHOOK_CLI_PATH);
         cfg->log.file = strdup(GH_DEFAULT_LOG_FILE);
-        if (!cfg->swarm_resource || !cfg->cli.root || !cfg->cli.path || !cfg->log.file) {
+        cfg->mps.dir = strdup(GH_MPS_DEFAULT_DIR);
+        if (!cfg->swarm_resource || !cfg->cli.root || !cfg->cli.path || !cfg->log.file || !cfg->mps.dir) {
                 gh_config_free(cfg);
                 return gh_err(err, ENOMEM, "initialising the configuration");
         }
@@ -154,6 +161,13 @@ static int apply_object(struct gh_config *cfg, json_t *obj, const struct key *ke
                                         return -1;
                                 continue;
                         }
+                        if (prefix[0] == '\0' && strcmp(name, "mps") == 0) {
+                                if (!json_is_object(v))
+                                        return gh_err(err, 0, "\"mps\" must be an object");
+                                if (apply_object(cfg, v, mps_keys, GH_ARRAY_SIZE(mps_keys), "mps.", err) < 0)
+                                        return -1;
+                                continue;
+                        }
                         if (prefix[0] == '\0' && strcmp(name, "log") == 0) {
                                 if (!json_is_object(v))
                                         return gh_err(err, 0, "\"log\" must be an object");
@@ -219,5 +233,6 @@ void gh_config_free(struct gh_config *cfg)
         free(cfg->cli.user);
         free(cfg->cli.debug);
         free(cfg->log.file);
+        free(cfg->mps.dir);
         memset(cfg, 0, sizeof(*cfg));
 }

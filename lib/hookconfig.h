@@ -21,6 +21,10 @@ struct gh_config {
         char **swarm_resource;           /* swarm-resource: variable names, NULL-terminated */
         size_t n_swarm_resource;
         unsigned supported_caps;         /* supported-driver-capabilities: GH_CAP_ALL */
+        bool accept_mps_envvar;          /* accept-mps-group-envvar: false */
+        struct {
+                char *dir; /* "/run/gpu-hook/mps" (GH_MPS_DEFAULT_DIR) */
+        } mps;
         struct {
                 char *root;     /* "/" */
                 char *path;     /* GPUHOOK_CLI_PATH */

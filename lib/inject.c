@@ -18,12 +18,21 @@
 
 int gh_plan_open_sources(struct gh_plan *plan, int driver_rootfd, const char *driver_root, gh_error_t *err)
 {
+        _cleanup_close_ int hostfd = -1;
+
         for (size_t i = 0; i < plan->n; i++) {
                 struct gh_item *it = &plan->items[i];
                 if (it->kind == GH_ITEM_SYMLINK)
                         continue;
                 if (it->kind == GH_ITEM_DEVICE && plan->no_devbind)
                         continue;
+                if (it->host_src) {
+                        if (hostfd < 0 && (hostfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+                                return gh_err(err, errno, "opening /");
+                        if (gh_source_open(hostfd, "/", it->src, &it->source, err) < 0)
+                                return -1;
+                        continue;
+                }
                 if (gh_source_open(driver_rootfd, driver_root, it->src, &it->source, err) < 0)
                         return -1;
                 if (it->kind == GH_ITEM_DEVICE &&

@@ -401,6 +401,13 @@ static int spec_parse(const char *buf, size_t len, const char *bundle, struct gh
                 return gh_err(err, ENOMEM, "%s", what);
         if (parse_env(process, what, spec, err) < 0 || parse_privileged(process, what, spec, err) < 0)
                 return -1;
+        json_t *annotations = json_object_get(j, "annotations");
+        if (annotations != NULL && !json_is_null(annotations)) {
+                if (!json_is_object(annotations))
+                        return gh_err(err, 0, "%s: \"annotations\" must be an object", what);
+                if (get_string(annotations, GH_OCI_ANNOTATION_MPS_GROUP, what, &spec->mps_group, err) < 0)
+                        return -1;
+        }
         if (parse_mounts(j, what, spec, err) < 0)
                 return -1;
         return parse_devices(j, what, spec, err);
@@ -451,6 +458,7 @@ void gh_oci_spec_free(struct gh_oci_spec *spec)
         for (size_t i = 0; i < spec->n_devices; i++)
                 free(spec->devices[i].path);
         free(spec->devices);
+        free(spec->mps_group);
         free(spec->oci_version);
         free(spec->rootfs);
         memset(spec, 0, sizeof(*spec));

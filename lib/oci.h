@@ -48,7 +48,11 @@ struct gh_oci_spec {
         size_t n_mounts;
         struct gh_oci_device *devices; /* linux.devices */
         size_t n_devices;
+        char *mps_group; /* annotations[GH_OCI_ANNOTATION_MPS_GROUP], NULL when absent */
 };
+
+/* The annotation by which an orchestrator (never an image) puts a container in an MPS group. */
+#define GH_OCI_ANNOTATION_MPS_GROUP "org.gpu-hook.mps-group"
 
 /* Reads at most `max` bytes from fd until EOF; more than that is an error naming `what`.  *buf is
  * NUL-terminated (the NUL is not counted in *len). */

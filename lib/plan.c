@@ -14,6 +14,7 @@
 #include "cleanup.h"
 #include "devices.h"
 #include "log.h"
+#include "mps.h"
 #include "plan.h"
 #include "require.h"
 #include "rootfs.h"
@@ -428,9 +429,48 @@ static int plan_files(struct gh_plan *plan, const struct gh_driver *drv, gh_erro
                         return -1;
         for (size_t i = 0; i < drv->ipcs.n; i++) {
                 const struct gh_driver_file *f = &drv->ipcs.v[i];
+                /* a container in an MPS group talks to the group's daemon, not the host's default one */
+                if (S_ISDIR(f->type) && plan->mps_group)
+                        continue;
                 if (add_file(plan, S_ISDIR(f->type) ? GH_ITEM_DIR : GH_ITEM_FILE, GH_ROLE_IPC, f, f->path, GH_MNT_IPC,
                              err) < 0)
                         return -1;
+        }
+        return 0;
+}
+
+/* A container in an MPS group gets the group's pipe directory where CUDA looks by default and the
+ * group's shm as its /dev/shm (docs/mps.md).  The group must run, on a GPU the container gets. */
+static int plan_mps(struct gh_plan *plan, const struct gh_request *req, const struct gh_selection *sel,
+                    gh_error_t *err)
+{
+        struct gh_mps_group g;
+        char path[PATH_MAX];
+        bool on_selected = false;
+        const char *dir = req->mps_dir ? req->mps_dir : GH_MPS_DEFAULT_DIR;
+        static const struct { const char *sub, *dst; } dirs[] = {
+                { "pipe", GH_MPS_CONTAINER_PIPE_DIR },
+                { "shm", GH_MPS_CONTAINER_SHM_DIR },
+        };
+
+        if (gh_mps_load(dir, req->mps_group, &g, err) < 0)
+                return gh_err_wrap(err, "joining MPS group '%s'", req->mps_group);
+        if (!g.alive)
+                return gh_err(err, 0, "MPS group '%s' is not running (its daemon %d is gone); restart it: gpu-cli mps stop %s, then mps start",
+                              g.name, (int) g.pid, g.name);
+        for (size_t i = 0; i < sel->ngpus; i++)
+                on_selected |= sel->full[i] && strcasecmp(sel->gpus[i]->uuid, g.gpu_uuid) == 0;
+        if (!on_selected)
+                return gh_err(err, 0, "MPS group '%s' runs on GPU %s, which this container does not get; select that GPU "
+                              "(NVIDIA_VISIBLE_DEVICES=%s) or join another group", g.name, g.gpu_uuid, g.gpu_uuid);
+        plan->mps_group = true;
+        for (size_t i = 0; i < GH_ARRAY_SIZE(dirs); i++) {
+                snprintf(path, sizeof(path), "%s/%s/%s", dir, g.name, dirs[i].sub);
+                if (gh_plan_add(plan, GH_ITEM_DIR, path, dirs[i].dst, GH_MNT_IPC, err) < 0)
+                        return -1;
+                plan->items[plan->n - 1].role = GH_ROLE_IPC;
+                plan->items[plan->n - 1].host_src = true;
+                plan->items[plan->n - 1].cap = GH_CAP_COMPUTE;
         }
         return 0;
 }
@@ -450,6 +490,8 @@ static int build(int droot, const struct gh_driver *drv, const struct gh_gpu_lis
         for (size_t i = 0; i < sel.ngpus; i++)
                 if (gh_plan_add_proc_gpu(plan, sel.gpus[i]->busid, err) < 0)
                         return -1;
+        if (req->mps_group && plan_mps(plan, req, &sel, err) < 0)
+                return -1;
         return plan_libraries(plan, drv, err) < 0 || plan_files(plan, drv, err) < 0 ? -1 : 0;
 }
 

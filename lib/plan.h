@@ -54,6 +54,7 @@ struct gh_item {
         unsigned cap;   /* the GH_CAP_* bit that brought it in (0: always) */
         bool compat32;  /* an i386 library */
         char *soname;   /* LIBRARY: its SONAME (NULL when it has none) */
+        bool host_src;  /* src is a host path, not one under the driver root (an MPS group's dirs) */
         struct gh_source source;
 };
 
@@ -93,6 +94,7 @@ struct gh_plan {
         size_t nrules;
         bool no_devbind;
         bool used_nvml; /* the GPU list came from NVML */
+        bool mps_group; /* the container joins an MPS group (docs/mps.md) */
 };
 
 /* The layout of the container whose root is rootfd (in-root resolver): Debian-style

@@ -7,6 +7,7 @@
 
 #include "capability.h"
 #include "cleanup.h"
+#include "mps.h"
 #include "request.h"
 #include "require.h"
 #include "service.h"
@@ -32,6 +33,8 @@ void gh_request_free(struct gh_request *req)
         free(req->imex);
         free(req->ldconfig);
         free(req->mps_pipe_dir);
+        free(req->mps_group);
+        free(req->mps_dir);
         gh_request_init(req);
 }
 
@@ -176,6 +179,8 @@ static const struct option request_options[] = {
         { "no-fabricmanager", no_argument, NULL, GH_REQUEST_OPT_NO_FABRICMANAGER },
         { "no-gsp-firmware", no_argument, NULL, GH_REQUEST_OPT_NO_GSP },
         { "mps-pipe-dir", required_argument, NULL, GH_REQUEST_OPT_MPS_PIPE_DIR },
+        { "mps-group", required_argument, NULL, GH_REQUEST_OPT_MPS_GROUP },
+        { "mps-dir", required_argument, NULL, GH_REQUEST_OPT_MPS_DIR },
 };
 
 int gh_request_option(struct gh_request *req, int opt, const char *arg, gh_error_t *err)
@@ -218,6 +223,18 @@ int gh_request_option(struct gh_request *req, int opt, const char *arg, gh_error
                 free(req->mps_pipe_dir);
                 req->mps_pipe_dir = strdup(arg);
                 return req->mps_pipe_dir ? 0 : gh_err(err, ENOMEM, "reading --mps-pipe-dir");
+        case GH_REQUEST_OPT_MPS_GROUP:
+                if (gh_mps_name_check(arg, err) < 0)
+                        return -1;
+                free(req->mps_group);
+                req->mps_group = strdup(arg);
+                return req->mps_group ? 0 : gh_err(err, ENOMEM, "reading --mps-group");
+        case GH_REQUEST_OPT_MPS_DIR:
+                if (arg[0] != '/')
+                        return gh_err(err, 0, "--mps-dir=%s: must be an absolute path", arg);
+                free(req->mps_dir);
+                req->mps_dir = strdup(arg);
+                return req->mps_dir ? 0 : gh_err(err, ENOMEM, "reading --mps-dir");
         default:
                 return gh_err(err, 0, "unknown request option %d", opt);
         }
@@ -332,6 +349,8 @@ int gh_request_to_argv(const struct gh_request *req, char ***argv, size_t *argc,
                 return -1;
         if ((req->ldconfig && gh_argv_add(argv, argc, err, "--ldconfig=%s", req->ldconfig) < 0) ||
             (req->mps_pipe_dir && gh_argv_add(argv, argc, err, "--mps-pipe-dir=%s", req->mps_pipe_dir) < 0) ||
+            (req->mps_group && gh_argv_add(argv, argc, err, "--mps-group=%s", req->mps_group) < 0) ||
+            (req->mps_dir && gh_argv_add(argv, argc, err, "--mps-dir=%s", req->mps_dir) < 0) ||
             (req->no_cgroups && gh_argv_add(argv, argc, err, "--no-cgroups") < 0) ||
             (req->no_devbind && gh_argv_add(argv, argc, err, "--no-devbind") < 0) ||
             (req->no_persistenced && gh_argv_add(argv, argc, err, "--no-persistenced") < 0) ||

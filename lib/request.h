@@ -36,6 +36,8 @@ struct gh_request {
         gid_t gid;                        /* (gid_t) -1 = the overflow gid */
         char *ldconfig;                   /* "@/sbin/ldconfig": the host's, sandboxed; NULL = native */
         char *mps_pipe_dir;               /* NULL = the driver's default */
+        char *mps_group;                  /* an MPS group to join (docs/mps.md); NULL = none */
+        char *mps_dir;                    /* where MPS groups live; NULL = GH_MPS_DEFAULT_DIR */
         bool no_cgroups, no_devbind, no_persistenced, no_fabricmanager, no_gsp_firmware;
 };
 
@@ -66,7 +68,7 @@ bool gh_request_wants_gpus(const struct gh_request *req);
  *   -d/--device=LIST  -R/--require=EXPR  --compute --utility --video --graphics --display --ngx
  *   --compat32  --mig-config=all  --mig-monitor=all  --imex-channel=N[,N...]  --user=UID[:GID]
  *   --ldconfig=@PATH  --no-cgroups --no-devbind --no-persistenced --no-fabricmanager
- *   --no-gsp-firmware  --mps-pipe-dir=DIR
+ *   --no-gsp-firmware  --mps-pipe-dir=DIR  --mps-group=NAME  --mps-dir=DIR
  * A command adds its own options (extra) with getopt values outside GH_REQUEST_OPT_*; they reach
  * `option`, which returns 0 to go on, 1 to stop parsing (e.g. --help), -1 with *err filled. */
 struct gh_request_cli {
@@ -84,7 +86,7 @@ enum {
         GH_REQUEST_OPT_MIG_CONFIG, GH_REQUEST_OPT_MIG_MONITOR, GH_REQUEST_OPT_IMEX, GH_REQUEST_OPT_USER,
         GH_REQUEST_OPT_LDCONFIG, GH_REQUEST_OPT_NO_CGROUPS, GH_REQUEST_OPT_NO_DEVBIND,
         GH_REQUEST_OPT_NO_PERSISTENCED, GH_REQUEST_OPT_NO_FABRICMANAGER, GH_REQUEST_OPT_NO_GSP,
-        GH_REQUEST_OPT_MPS_PIPE_DIR,
+        GH_REQUEST_OPT_MPS_PIPE_DIR, GH_REQUEST_OPT_MPS_GROUP, GH_REQUEST_OPT_MPS_DIR,
         GH_REQUEST_OPT_LAST,
 };
 

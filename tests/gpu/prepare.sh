@@ -92,7 +92,7 @@ for bin in gpu-cli gpu-hook; do
 done
 
 cp "$REPO/tests/lib.sh" "$KIT/tests/"
-cp "$here"/run.sh "$here"/run-cdi.sh "$here"/bench.sh "$here"/vector_add.cu "$KIT/tests/gpu/"
+cp "$here"/*.sh "$here"/*.cu "$KIT/tests/gpu/"
 cp "$REPO/tests/helpers/cdi-apply.py" "$KIT/tests/helpers/"
 cp "$REPO/bench/common.sh" "$KIT/bench/"
 

@@ -80,6 +80,68 @@ rm -f "$DRV/usr/bin/.fake-mps-mode"
 t_is "$(ls "$D")" g1 "failed starts leave no directory"
 t_is "$(daemons | wc -w)" 1 "... and no daemon"
 
+# --- containers join a group (annotation org.gpu-hook.mps-group; the env var only when allowed)
+t_ok "mps start team on GPU 1" "${G[@]}" start team --device=1 --memory=2G
+tpid=$(state pid team)
+printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s/hook.log"}, "mps": {"dir": "%s"}}\n' \
+        "$DRV" "$CLI" "$T" "$D" >"$T/config.json"
+printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s/hook.log"}, "mps": {"dir": "%s"}, "accept-mps-group-envvar": true}\n' \
+        "$DRV" "$CLI" "$T" "$D" >"$T/config-env.json"
+PROBE='
+echo "pipe:$(ls /tmp/nvidia-mps 2>&1 | tr "\n" ",")"
+echo "shm:$(ls /dev/shm 2>&1 | tr "\n" ",")"
+echo "talk:$(echo get_default_active_thread_percentage | nvidia-cuda-mps-control 2>&1 | tr "\n" " ")"
+echo "mnt:$(grep -E " /(tmp/nvidia-mps|dev/shm) " /proc/self/mountinfo | cut -d" " -f5,6 | tr "\n" ";")"
+'
+# mps_case NAME CONFIG ANNOTATION|- ENV...: a container with the hook
+mps_case() {
+        local name=$1 config=$2 annot=$3
+        shift 3
+        make_busybox_rootfs "$T/$name/rootfs" --glibc >/dev/null 2>&1 || return 1
+        make_bundle "$T/$name/bundle" "$T/$name/rootfs" /bin/sh -c "$PROBE"
+        bundle_set_env "$T/$name/bundle" "$@"
+        [ "$annot" != - ] &&
+                bundle_edit "$T/$name/bundle" 'c.setdefault("annotations", {})["org.gpu-hook.mps-group"] = args[0]' "$annot"
+        bundle_add_hook "$T/$name/bundle" createRuntime "$GPU_HOOK" "--config=$config" createRuntime
+        run_runc "$T/$name/bundle" "$name"
+}
+field() { printf '%s\n' "$RUN_STDOUT" | sed -n "s/^$1://p"; }
+
+mps_case in-team "$T/config.json" team NVIDIA_VISIBLE_DEVICES=1
+t_is "$RUN_RC" 0 "a container annotated with group team starts" || t_diag "$RUN_STDERR"
+t_match "$(field pipe)" "^control," "it sees the group's pipe directory at /tmp/nvidia-mps"
+t_match "$(field shm)" "fake-mps-control.$tpid" "its /dev/shm is the group's (the daemon's marker is there)"
+t_match "$(field mnt)" "/tmp/nvidia-mps rw,nosuid,nodev,noexec" "the pipe directory is mounted rw,nosuid,nodev,noexec"
+t_match "$(field mnt)" "/dev/shm rw,nosuid,nodev,noexec" "the shm is mounted rw,nosuid,nodev,noexec"
+t_ok "its MPS client reached the group's daemon" grep -qx get_default_active_thread_percentage "$D/team/log/commands.log"
+
+mps_case all-gpus "$T/config.json" team NVIDIA_VISIBLE_DEVICES=all
+t_is "$RUN_RC" 0 "NVIDIA_VISIBLE_DEVICES=all includes the group's GPU: it joins" || t_diag "$RUN_STDERR"
+t_match "$(field pipe)" "^control," "... and gets the pipe directory"
+mps_case wrong-gpu "$T/config.json" team NVIDIA_VISIBLE_DEVICES=0
+t_not "a group on a GPU the container does not get fails the start" test "$RUN_RC" = 0
+t_match "$RUN_STDERR" "MPS group 'team' runs on GPU $UUID1, which this container does not get" "... saying which GPU to select"
+mps_case no-group "$T/config.json" nosuch NVIDIA_VISIBLE_DEVICES=1
+t_match "$RUN_STDERR" "no MPS group 'nosuch'" "an unknown group fails the start, naming it"
+mps_case bad-name "$T/config.json" "../../etc" NVIDIA_VISIBLE_DEVICES=1
+t_match "$RUN_STDERR" "invalid MPS group name" "a hostile group name in the annotation is refused"
+mps_case env-ignored "$T/config.json" - NVIDIA_VISIBLE_DEVICES=1 GPU_HOOK_MPS_GROUP=team
+t_is "$RUN_RC" 0 "GPU_HOOK_MPS_GROUP in the image: the container starts" || t_diag "$RUN_STDERR"
+t_nomatch "$(field pipe)" "control" "... but joins no group (the variable is not accepted by default)"
+t_nomatch "$(field shm)" "fake-mps-control" "... and keeps its own /dev/shm"
+mps_case env-allowed "$T/config-env.json" - NVIDIA_VISIBLE_DEVICES=1 GPU_HOOK_MPS_GROUP=team
+t_match "$(field pipe)" "^control," "with accept-mps-group-envvar the variable joins the group"
+mps_case void "$T/config.json" team NVIDIA_VISIBLE_DEVICES=void
+t_is "$RUN_RC" 0 "a non-GPU container with the annotation starts" || t_diag "$RUN_STDERR"
+t_nomatch "$(field pipe)" "control" "... and joins nothing"
+printf '{"ociVersion":"1.0.2","id":"x","status":"creating","pid":1,"bundle":"%s"}' "$T/in-team/bundle" |
+        "$GPU_HOOK" --config="$T/config.json" --dry-run createRuntime >"$T/dry.json" 2>&1
+t_match "$(cat "$T/dry.json")" '"mps_group": ?"team"' "the dry run shows the group"
+t_ok "the group is still alive" kill -0 "$tpid"
+t_ok "mps stop team" "${G[@]}" stop team
+mps_case dead "$T/config.json" team NVIDIA_VISIBLE_DEVICES=1
+t_match "$RUN_STDERR" "no MPS group 'team'" "after stop, joining fails"
+
 # --- stop
 t_ok "mps stop g1" "${G[@]}" stop g1
 t_ok "the daemon is gone" gone "$pid"

@@ -1,0 +1,85 @@
+#!/bin/bash
+# MPS groups on the real driver, TAP.  Runs THERE (the GPU machine), as root, from the repo root,
+# with the kit of tests/gpu/prepare.sh carried as .gpukit.  Never changes the compute mode; quits
+# every daemon it starts.
+#
+#   bash tests/gpu/run-mps.sh
+#
+# A group on GPU 0 with a 4 GiB pinned-memory limit; a container joined to it (annotation
+# org.gpu-hook.mps-group) cannot allocate 6 GiB but can allocate 2 GiB; a container outside the
+# group allocates 6 GiB; two containers in the group run at once and are its clients; stop leaves
+# no MPS process.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$here/../.." && pwd)
+KIT=${GH_KIT:-$REPO/.gpukit}
+export LC_ALL=C
+export GPU_CLI=$KIT/bin/gpu-cli GPU_HOOK=$KIT/bin/gpu-hook RUNC=$KIT/bin/runc BUSYBOX=$KIT/bin/busybox
+mkdir -p /run/gpukit/lib && cp -f "$KIT"/lib/*.so* /run/gpukit/lib/ 2>/dev/null
+. "$REPO/tests/lib.sh"
+t_need_root
+[ -x "$GPU_CLI" ] || { echo "Bail out! no kit at $KIT: run tests/gpu/prepare.sh here first"; exit 1; }
+[ -e /dev/nvidiactl ] || t_skip_all "no NVIDIA GPU here"
+NVCC=$(command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc /usr/local/cuda-*/bin/nvcc 2>/dev/null | head -n 1)
+[ -n "$NVCC" ] || t_skip_all "no nvcc"
+
+D=$T/mps
+G=("$GPU_CLI" mps --dir="$D")
+t_diag "compute mode: $(nvidia-smi --query-gpu=compute_mode --format=csv,noheader 2>&1)"
+ALLOC=$T/mps_alloc
+t_ok "nvcc builds mps_alloc" timeout 300 "$NVCC" -O2 -cudart static -arch=native -o "$ALLOC" "$here/mps_alloc.cu"
+
+make_busybox_rootfs "$T/tmpl" --glibc >"$T/rootfs.log" 2>&1 || { t_diag_file "$T/rootfs.log"; echo "Bail out! rootfs"; exit 1; }
+cp "$ALLOC" "$T/tmpl/usr/local/bin/mps_alloc"
+printf '{"cli": {"root": "/", "path": "%s"}, "log": {"file": "%s/hook.log"}, "mps": {"dir": "%s"}}\n' \
+        "$GPU_CLI" "$T" "$D" >"$T/config.json"
+
+# bundle NAME GROUP|- CMD...: a GPU 0 container with the hook, optionally in GROUP
+bundle() {
+        local name=$1 group=$2
+        shift 2
+        cp -a "$T/tmpl" "$T/$name-rootfs"
+        make_bundle "$T/$name" "$T/$name-rootfs" "$@"
+        bundle_set_env "$T/$name" NVIDIA_VISIBLE_DEVICES=0 NVIDIA_DRIVER_CAPABILITIES=compute,utility
+        [ "$group" != - ] && bundle_edit "$T/$name" 'c.setdefault("annotations", {})["org.gpu-hook.mps-group"] = args[0]' "$group"
+        bundle_add_hook "$T/$name" createRuntime "$GPU_HOOK" "--config=$T/config.json" createRuntime
+}
+
+t_ok "mps start g4 --device=0 --memory=4G" "${G[@]}" start g4 --device=0 --memory=4G
+t_diag "$("${G[@]}" list 2>&1)" "pipe: $(ls "$D/g4/pipe" 2>&1 | tr '\n' ' ')" "log: $(tail -n 5 "$D"/g4/log/*.log 2>&1)"
+
+bundle in6 g4 /usr/local/bin/mps_alloc 6144
+run_runc "$T/in6" in6
+t_match "$RUN_STDOUT" "mps_alloc 6144 MiB: FAIL" "in the 4G group: 6 GiB is refused" || t_diag "$RUN_STDERR"
+bundle in2 g4 /usr/local/bin/mps_alloc 2048
+run_runc "$T/in2" in2
+t_match "$RUN_STDOUT" "mps_alloc 2048 MiB: ok" "in the 4G group: 2 GiB works" || t_diag "$RUN_STDERR"
+bundle out6 - /usr/local/bin/mps_alloc 6144
+run_runc "$T/out6" out6
+t_match "$RUN_STDOUT" "mps_alloc 6144 MiB: ok" "outside the group: 6 GiB works" || t_diag "$RUN_STDERR"
+
+# two containers of the group at once, each holding 1 GiB for 15 s
+bundle a g4 /usr/local/bin/mps_alloc 1024 15
+bundle b g4 /usr/local/bin/mps_alloc 1024 15
+"$RUNC" run -b "$T/a" gh-mps-a >"$T/a.out" 2>&1 &
+pa=$!
+"$RUNC" run -b "$T/b" gh-mps-b >"$T/b.out" 2>&1 &
+pb=$!
+clients=
+for _ in $(seq 40); do
+        sleep 0.5
+        clients=$("${G[@]}" list --json 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)[0]["clients"]))' 2>/dev/null)
+        [ "${clients:-0}" -ge 2 ] && break
+done
+t_is "${clients:-0}" 2 "two containers of the group are its clients at once"
+t_diag "mps list:" "$("${G[@]}" list 2>&1)"
+t_diag "gpu-cli ps:" "$("$GPU_CLI" ps 2>&1 | head -n 20)"
+wait $pa $pb
+t_match "$(cat "$T/a.out")" "mps_alloc 1024 MiB: ok" "container a ran in the group"
+t_match "$(cat "$T/b.out")" "mps_alloc 1024 MiB: ok" "container b ran in the group"
+
+t_ok "mps stop g4" "${G[@]}" stop g4
+sleep 0.5
+t_is "$(pgrep -f 'nvidia-cuda-mps' | wc -l)" 0 "no MPS process is left"
+t_is "$(ls "$D")" "" "no group directory is left"
+t_done
