@@ -3,6 +3,8 @@
 # kit of tests/gpu/prepare.sh carried as .gpukit (like run.sh):
 #
 #   bash tests/gpu/run-cdi.sh
+#   GH_CDI_ROOT=DIR bash tests/gpu/run-cdi.sh    any machine, a driver root such as the fake driver's
+#                                                (no CUDA vector add then)
 #
 # That machine has no podman: the spec `gpu-cli cdi generate` writes for this driver is applied to
 # runc bundles by tests/helpers/cdi-apply.py, which follows the CDI merge rules a CDI-aware engine
@@ -30,13 +32,22 @@ APPLY=$REPO/tests/helpers/cdi-apply.py
 [ -f "$APPLY" ] || APPLY=$KIT/tests/helpers/cdi-apply.py
 
 t_need_root
-if ! [ -e /dev/nvidiactl ] || ! timeout 60 nvidia-smi -L >/dev/null 2>&1; then
-        t_skip_all "no NVIDIA GPU here (nvidia-smi -L fails or /dev/nvidiactl is missing)"
+ROOT=${GH_CDI_ROOT:-/}
+CLI=("$GPU_CLI")
+[ "$ROOT" = / ] || CLI+=("--root=$ROOT")
+if [ "$ROOT" = / ] && { ! [ -e /dev/nvidiactl ] || ! timeout 60 nvidia-smi -L >/dev/null 2>&1; }; then
+        t_skip_all "no NVIDIA GPU here (nvidia-smi -L fails or /dev/nvidiactl is missing); GH_CDI_ROOT=DIR uses a driver root"
 fi
 have_cmd "$GH_PYTHON" || t_skip_all "python3 is not installed (tests/helpers/cdi-apply.py needs it)"
 t_diag "gpu-cli: $GPU_CLI; runc: $RUNC; $(head -n 2 "$KIT/MANIFEST" 2>/dev/null | tr '\n' ' ')"
 
-timeout 60 nvidia-smi --query-gpu=uuid --format=csv,noheader >"$T/uuids" 2>&1
+if [ "$ROOT" = / ]; then
+        timeout 60 nvidia-smi --query-gpu=uuid --format=csv,noheader >"$T/uuids" 2>&1
+else
+        for d in $(ls "$ROOT/proc/driver/nvidia/gpus" | sort); do
+                sed -n 's/^GPU UUID:[[:space:]]*//p' "$ROOT/proc/driver/nvidia/gpus/$d/information"
+        done >"$T/uuids"
+fi
 NGPU=$(grep -c '^GPU-' "$T/uuids")
 GPU0_UUID=$(head -n 1 "$T/uuids" | tr -d ' ')
 
@@ -44,14 +55,14 @@ GPU0_UUID=$(head -n 1 "$T/uuids" | tr -d ' ')
 # The spec
 
 SPEC=$T/spec.json
-t_ok "gpu-cli cdi generate on this driver" "$GPU_CLI" cdi generate "--output=$SPEC" --capabilities=compute,utility
+t_ok "gpu-cli cdi generate on this driver" "${CLI[@]}" cdi generate "--output=$SPEC" --capabilities=compute,utility
 json_get() { "$GH_PYTHON" -c 'import json,sys; s=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$SPEC" "$1"; }
 t_is "$(json_get 's["cdiVersion"] + " " + s["kind"]')" "0.5.0 nvidia.com/gpu" "cdiVersion 0.5.0 (podman 4.3 loads it), kind nvidia.com/gpu"
 t_match "$(json_get '",".join(d["name"] for d in s["devices"])')" "^0,$GPU0_UUID,.*all$" "devices: 0, $GPU0_UUID, ..., all"
 t_match "$(json_get '" ".join(m["hostPath"] for m in s["containerEdits"]["mounts"])')" '/usr/local/nvidia/bin/nvidia-smi|/usr/bin/nvidia-smi' \
         "the spec mounts the ELF nvidia-smi"
 t_diag "spec: $(json_get 'len(s["devices"])') devices, $(json_get 'len(s["containerEdits"]["mounts"])') mounts, $(json_get 'len(s["containerEdits"]["hooks"][0]["args"])') hook arguments, $(wc -c <"$SPEC") bytes"
-t_ok "cdi generate --check: the spec is current" "$GPU_CLI" cdi generate "--check=$SPEC" --capabilities=compute,utility
+t_ok "cdi generate --check: the spec is current" "${CLI[@]}" cdi generate "--check=$SPEC" --capabilities=compute,utility
 
 # ---------------------------------------------------------------------------------------------
 # Containers
@@ -60,7 +71,7 @@ rootfs_template=$T/rootfs-template
 make_busybox_rootfs "$rootfs_template" --glibc >"$T/rootfs.log" 2>&1 || { t_diag_file "$T/rootfs.log"; echo "Bail out! rootfs"; exit 1; }
 NVCC=$(command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc /usr/local/cuda-*/bin/nvcc 2>/dev/null | head -n 1)
 VA=
-if [ -n "$NVCC" ] && timeout 300 "$NVCC" -O2 -cudart static -arch=native -o "$T/vector_add" "$here/vector_add.cu" >"$T/nvcc.log" 2>&1; then
+if [ "$ROOT" = / ] && [ -n "$NVCC" ] && timeout 300 "$NVCC" -O2 -cudart static -arch=native -o "$T/vector_add" "$here/vector_add.cu" >"$T/nvcc.log" 2>&1; then
         VA=$T/vector_add
 else
         t_diag "no vector_add (nvcc: ${NVCC:-none}): $(tail -n 2 "$T/nvcc.log" 2>/dev/null)"
@@ -127,7 +138,7 @@ mountinfo_unchanged "the host mount table is unchanged" "$T/mounts.before"
 # compute+utility).
 
 RUNS=${GH_CDI_RUNS:-21}
-printf '{"cli": {"root": "/", "path": "%s", "ldcache": "/etc/ld.so.cache"}}\n' "$GPU_CLI" >"$T/gpu-hook.json"
+printf '{"cli": {"root": "%s", "path": "%s"}}\n' "$ROOT" "$GPU_CLI" >"$T/gpu-hook.json"
 prepare() {
         rm -rf "$T/r-$1" "$T/b-$1"
         cp -a "$rootfs_template" "$T/r-$1"
