@@ -147,6 +147,24 @@ t_is "$?" 1 "--check after a GPU went away: stale (exit 1)"
 t_match "$(cat "$T/err")" "stale: device '1' is not in the driver any more" "... naming the device"
 
 # ---------------------------------------------------------------------------------------------
+# crun, through tests/helpers/cdi-apply.py (the CDI merge rules): crun gives createContainer hooks
+# no pid, the hook finds the container's init in the container's procfs
+
+if have_cmd crun; then
+        make_busybox_rootfs "$T/crun-rootfs" --glibc || { echo "Bail out! rootfs"; exit 1; }
+        make_bundle "$T/crun-bundle" "$T/crun-rootfs" /bin/sh -c \
+                'nvidia-smi -L; grep ModifyDeviceFiles /proc/driver/nvidia/params; check-ldconfig -p | grep -c "libcuda.so.1 "'
+        "$GH_PYTHON" "$GH_SOURCE_DIR/tests/helpers/cdi-apply.py" --spec "$T/spec-default.json" "$T/crun-bundle" nvidia.com/gpu=1
+        run_crun "$T/crun-bundle" cdi
+        t_is "$RUN_RC" 0 "crun, nvidia.com/gpu=1: container ran" || t_diag "$RUN_STDERR"
+        t_match "$RUN_STDOUT" "^GPU 0: .*${UUIDS[1]}" "crun: nvidia-smi sees GPU 1 only"
+        t_match "$RUN_STDOUT" '^ModifyDeviceFiles: 0$' "crun: params masked"
+        t_match "$RUN_STDOUT" '^[12]$' "crun: the ld cache lists libcuda.so.1"
+else
+        t_skip "crun with the CDI spec" "crun is not installed"
+fi
+
+# ---------------------------------------------------------------------------------------------
 # podman
 
 if ! have_cmd podman; then

@@ -110,12 +110,14 @@ t_not "the hook as createRuntime: the container does not start" test "$RUN_RC" -
 t_match "$RUN_STDERR" "not in the container's mount namespace" "... and says it must be a createContainer hook"
 t_is "$(cksum <"$ROOTFS/etc/ld.so.cache")" "$(cksum <"$T/fresh-cache")" "... the image's ld cache untouched"
 
-# 7. the hook run by hand on the host with a forged state naming our own process: refused
-echo "{\"ociVersion\":\"1.0.2\",\"id\":\"x\",\"status\":\"creating\",\"pid\":$$,\"bundle\":\"$T/plain/bundle\"}" >"$T/state.json"
-"$GPU_CLI" "--root=$T/drv" cdi-hook --mask-proc "--link=x::/usr/lib/x86_64-linux-gnu/evil" <"$T/state.json" >/dev/null 2>"$T/err"
-t_is "$?" 1 "cdi-hook outside a container (a forged state naming our own pid): exit 1"
-t_match "$(cat "$T/err")" "not in the container's mount namespace" "... refused"
-t_not "... nothing created in the rootfs" test -e "$T/plain/rootfs/usr/lib/x86_64-linux-gnu/evil"
+# 7. the hook run by hand on the host with a forged state naming our own process, or no process: refused
+for pid in $$ 0; do
+        echo "{\"ociVersion\":\"1.0.2\",\"id\":\"x\",\"status\":\"creating\",\"pid\":$pid,\"bundle\":\"$T/plain/bundle\"}" >"$T/state.json"
+        "$GPU_CLI" "--root=$T/drv" cdi-hook --mask-proc "--link=x::/usr/lib/x86_64-linux-gnu/evil" <"$T/state.json" >/dev/null 2>"$T/err"
+        t_is "$?" 1 "cdi-hook by hand outside a container (a forged state with pid $pid): exit 1"
+        t_match "$(cat "$T/err")" "not in the container's mount namespace" "... refused"
+        t_not "... nothing created in the rootfs" test -e "$T/plain/rootfs/usr/lib/x86_64-linux-gnu/evil"
+done
 
 for n in plain etclink liblink libdir fifo; do
         ldconfig_ran "$T/$n/rootfs" && t_fail "the image's /sbin/ldconfig ran ($n)"
