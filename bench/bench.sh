@@ -22,10 +22,6 @@ export GPU_CLI=$GH_BUILD_DIR/cli/gpu-cli GPU_HOOK=$GH_BUILD_DIR/hook/gpu-hook
 have_cmd "$RUNC" || { echo "bench: runc is not installed" >&2; exit 1; }
 [ -x "$GPU_CLI" ] && [ -x "$GPU_HOOK" ] || { echo "bench: no gpu-cli/gpu-hook in $GH_BUILD_DIR; build first" >&2; exit 1; }
 
-hook_ok=0 conf_ok=0
-gh_hook_landed && hook_ok=1
-gh_cli_has configure && conf_ok=1
-
 make_busybox_rootfs "$T/rootfs" || exit 1
 
 # Fake driver roots, one per profile.
@@ -59,27 +55,18 @@ hook_bundle() {
         return 0
 }
 
-if [ $hook_ok = 0 ]; then
-        bench_note "gpu-hook, non-GPU container" "not landed: gpu-hook createRuntime"
-        bench_note "gpu-hook, GPU container (2 fake GPUs, all, compute,utility)" "not landed: gpu-hook createRuntime"
+hook_bundle nongpu "${ROOTS[2]:-/}"
+bench_measure "gpu-hook, non-GPU container" runc "$T/nongpu"
+if [ -n "${ROOTS[2]:-}" ]; then
+        hook_bundle gpu "${ROOTS[2]}" NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility
+        bench_measure "gpu-hook, GPU container (2 fake GPUs, all, compute,utility)" runc "$T/gpu"
 else
-        hook_bundle nongpu "${ROOTS[2]:-/}"
-        bench_measure "gpu-hook, non-GPU container" runc "$T/nongpu"
-        if [ -n "${ROOTS[2]:-}" ]; then
-                hook_bundle gpu "${ROOTS[2]}" NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility
-                bench_measure "gpu-hook, GPU container (2 fake GPUs, all, compute,utility)" runc "$T/gpu"
-        else
-                bench_note "gpu-hook, GPU container (2 fake GPUs)" "no fake driver root"
-        fi
+        bench_note "gpu-hook, GPU container (2 fake GPUs)" "no fake driver root"
 fi
 
 declare -A CONF_MED
 for n in 2 8 64; do
         what="gpu-cli configure alone, $n fake GPUs (all, compute,utility)"
-        if [ $conf_ok = 0 ]; then
-                bench_note "$what" "not landed: gpu-cli configure"
-                continue
-        fi
         [ -n "${ROOTS[$n]:-}" ] || { bench_note "$what" "no fake driver root"; continue; }
         BENCH_CLI_GLOBAL="--root=${ROOTS[$n]}" bench_write_configure_hook "$T/time-configure-$n"
         make_bundle "$T/conf-$n" "$T/rootfs" /bin/true

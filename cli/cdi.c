@@ -18,6 +18,7 @@
 #include "log.h"
 #include "oci.h"
 #include "plan.h"
+#include "readfile.h"
 
 #define CDI_SPEC_MAX (64u << 20) /* a 64-GPU spec with MIG is well under a megabyte */
 static const char *const spec_dirs[] = { "/etc/cdi", "/var/run/cdi" };
@@ -253,7 +254,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
 
         if (gh_cdi_generate(&o, &spec, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi generate: %s\n", err && err->msg ? err->msg : "failed");
-                return cli_exit_status(err);
+                return gh_error_exit_status(err);
         }
         if (check != NULL) {
                 if (read_spec(check, &old, &err) < 0) {

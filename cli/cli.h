@@ -21,21 +21,17 @@ struct cli_globals {
 };
 
 /* Each subcommand gets argv with argv[0] = its name, and returns the process exit status.
- * They are weak so the front end links while a subcommand has not landed yet. */
-int cmd_info(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
-int cmd_list(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
-int cmd_configure(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
-int cmd_cdi(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
-int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
-int cmd_doctor(int argc, char **argv, const struct cli_globals *g) __attribute__((weak));
+ * One file each (cli/NAME.c), listed in cli/meson.build and in main.c's table. */
+int cmd_info(int argc, char **argv, const struct cli_globals *g);
+int cmd_list(int argc, char **argv, const struct cli_globals *g);
+int cmd_configure(int argc, char **argv, const struct cli_globals *g);
 int cmd_mps(int argc, char **argv, const struct cli_globals *g);
+int cmd_cdi(int argc, char **argv, const struct cli_globals *g);
+int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g);
 
 /* A request seeded from the global options (--user); gh_request_init()ed by the caller. */
 struct gh_request;
 int cli_request_init(struct gh_request *req, const struct cli_globals *g, gh_error_t *err);
-
-/* The exit status for an error (CLI_EXIT_*). */
-int cli_exit_status(const struct gpuhook_error *err);
 
 /* The plan as JSON (plan-json.c, schema in docs/plan.md).  sections: bits 1 << GH_ROLE_*; with
  * CLI_PLAN_ALL the document also has "layout", "proc", "cgroup" and "ldcache". */
@@ -46,7 +42,8 @@ json_t *cli_plan_json(const struct gh_plan *plan, const char *root, unsigned sec
 /* Prints the document (indented) on stdout and frees it; -1 when it could not be written. */
 int cli_print_json(json_t *doc);
 
-/* Exit codes, documented in --help. */
+/* Exit codes, documented in --help: for an error, gh_error_exit_status() (lib/error.h) picks the
+ * status from the error's kind, with the same values. */
 enum {
         CLI_EXIT_OK = 0,
         CLI_EXIT_FAILURE = 1,      /* the operation failed; the message says why */

@@ -19,9 +19,9 @@ static void usage(FILE *out)
                 "  info        show the driver and the GPUs (--csv, --json)\n"
                 "  list        list the host files a container would get\n"
                 "  configure   inject the driver into a container: configure --pid=PID [OPTIONS] ROOTFS\n"
+                "  mps         MPS groups with per-group limits: mps start|stop|list\n"
                 "  cdi         CDI specs: cdi generate, cdi list\n"
                 "  cdi-hook    the createContainer hook a CDI spec runs\n"
-                "  mps         MPS groups with per-group limits: mps start|stop|list\n"
                 "\n"
                 "Global options:\n"
                 "  -r, --root=DIR         driver root (default /): ld.so.cache, PATH, /dev, /proc/driver/nvidia\n"
@@ -37,24 +37,23 @@ static void usage(FILE *out)
                 "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found, 4 requirement not met.\n");
 }
 
-static const char *const commands[] = { "info", "list", "configure", "cdi", "cdi-hook", "doctor", "mps" };
+static const struct {
+        const char *name;
+        int (*fn)(int, char **, const struct cli_globals *);
+} commands[] = {
+        { "info", cmd_info },
+        { "list", cmd_list },
+        { "configure", cmd_configure },
+        { "mps", cmd_mps },
+        { "cdi", cmd_cdi },
+        { "cdi-hook", cmd_cdi_hook },
+};
 
 static int (*command_fn(const char *name))(int, char **, const struct cli_globals *)
 {
-        if (strcmp(name, "info") == 0)
-                return cmd_info;
-        if (strcmp(name, "list") == 0)
-                return cmd_list;
-        if (strcmp(name, "configure") == 0)
-                return cmd_configure;
-        if (strcmp(name, "cdi") == 0)
-                return cmd_cdi;
-        if (strcmp(name, "cdi-hook") == 0)
-                return cmd_cdi_hook;
-        if (strcmp(name, "doctor") == 0)
-                return cmd_doctor;
-        if (strcmp(name, "mps") == 0)
-                return cmd_mps;
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                if (strcmp(name, commands[i].name) == 0)
+                        return commands[i].fn;
         return NULL;
 }
 
@@ -116,11 +115,7 @@ int main(int argc, char **argv)
         }
         fn = command_fn(argv[optind]);
         if (fn == NULL) {
-                bool known = false;
-                for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-                        known |= strcmp(commands[i], argv[optind]) == 0;
-                fprintf(stderr, "gpu-cli: %s command '%s'; see 'gpu-cli --help'\n",
-                        known ? "this build has no" : "unknown", argv[optind]);
+                fprintf(stderr, "gpu-cli: unknown command '%s'; see 'gpu-cli --help'\n", argv[optind]);
                 return CLI_EXIT_USAGE;
         }
         int sub = optind;

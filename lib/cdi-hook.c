@@ -11,9 +11,9 @@
 #include "caps.h"
 #include "cdi-hook.h"
 #include "cleanup.h"
-#include "configure.h"
 #include "devices.h"
 #include "gpus.h"
+#include "ldcache.h"
 #include "log.h"
 #include "oci.h"
 #include "plan.h"
@@ -160,7 +160,7 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
                 goto out;
         }
         if (plan.nlibs > 0 && (gh_caps_enter(GH_PHASE_LDCACHE, err) < 0 ||
-                               gh_configure_update_ldcache(&plan, rootfd, AT_FDCWD, err) < 0))
+                               gh_ldcache_update(&plan, rootfd, AT_FDCWD, err) < 0))
                 goto out;
         gh_debug("cdi-hook: %zu links, %zu libraries in the ld cache, /proc/driver/nvidia %s (%zu GPUs) in %s", o->nlinks,
                  plan.nlibs, o->mask_proc ? "masked" : "untouched", plan.nproc_gpus, spec.rootfs);

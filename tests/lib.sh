@@ -30,7 +30,7 @@ BUSYBOX=${BUSYBOX:-$(command -v busybox 2>/dev/null || echo /bin/busybox)}
 # Seconds before a container run is killed: a hung hook must fail the test, not hang the suite.
 GH_RUN_TIMEOUT=${GH_RUN_TIMEOUT:-60}
 GH_PYTHON=${GH_PYTHON:-$(if [ -x /usr/bin/python3 ]; then echo /usr/bin/python3; else echo python3; fi)}
-# A fixed PATH for hooks: they must not depend on what the caller had (SECURITY.md rule 4).
+# A fixed PATH for hooks: they must not depend on what the caller had (docs/threat-model.md#rule-4).
 GH_HOOK_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 # ---------------------------------------------------------------------------------------------
@@ -147,6 +147,15 @@ t_done() {
         exit 0
 }
 
+# t_fatal DESC: a piece of this project the test needs (the fake driver, a rootfs, a built binary) is
+# missing or broken: that is a failure, never a skip.  One failed test point, then stop.  Skips are
+# only for an absent external tool (t_need_cmd) or for lack of root (t_need_root).
+t_fatal() {
+        t_fail "$1"
+        echo "1..$T_COUNT"
+        exit 1
+}
+
 t_need_root() { [ "$(id -u)" -eq 0 ] || t_skip_all "needs root"; }
 
 # t_need_cmd CMD...: skip the whole test when a tool is missing.
@@ -159,21 +168,17 @@ t_need_cmd() {
 
 have_cmd() { command -v "$1" >/dev/null 2>&1; }
 
-# ---------------------------------------------------------------------------------------------
-# Did a feature land?  Subcommands are weak symbols: a missing one answers
-# "this build has no command 'X'" with exit 2.  The hook's poststop stage is a no-op that exits 0 once
-# the hook exists; the skeleton prints usage and exits 2.
-
-gh_cli_has() {
-        local out
-        out=$("$GPU_CLI" "$1" --help </dev/null 2>&1)
-        ! grep -q "this build has no command" <<<"$out"
-}
-
-gh_hook_landed() {
-        # A here-string, not a pipe: poststop exits without reading stdin, and under pipefail the
-        # writer's SIGPIPE would make this answer "no" at random.
-        "$GPU_HOOK" poststop >/dev/null 2>&1 <<<'{"ociVersion":"1.0.2","id":"probe","status":"stopped","pid":0,"bundle":"/"}'
+# t_case_wanted NAME: false when GH_TEST_CASES (comma-separated shell patterns) is set and matches
+# none of NAME.  tests/mutation/run.sh sets it to run a fast subset of a big table of cases; unset
+# (CI, by hand), every case runs.
+t_case_wanted() {
+        local p IFS=,
+        [ -n "${GH_TEST_CASES:-}" ] || return 0
+        for p in $GH_TEST_CASES; do
+                # shellcheck disable=SC2053
+                [[ $1 == $p ]] && return 0
+        done
+        return 1
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -499,7 +504,7 @@ run_runc() {
 }
 
 # crun cannot run on a cgroup v1/v2 hybrid host with the v2 hierarchy mounted ("cgroups in hybrid mode
-# not supported"): run it in a private mount namespace without that mount (TESTBED.md).
+# not supported"): run it in a private mount namespace without that mount (crun 1.8 on Debian 12).
 _gh_crun_ns() {
         mkdir -p "$T_CRUN_ROOT"
         unshare -m sh -c 'umount /sys/fs/cgroup/unified 2>/dev/null; exec "$@"' sh \
@@ -520,7 +525,7 @@ run_crun() {
         _gh_finish_run
 }
 
-# Podman with private storage under $T (TESTBED.md): never the host's images, networks or hooks.
+# Podman with private storage under $T: never the host's images, networks or hooks.
 _gh_podman_global=()
 _gh_podman_setup() {
         mkdir -p "$T_PODMAN"/{root,runroot,tmp,net,hooks}

@@ -34,11 +34,6 @@ if [ $HAVE_GPU = 0 ] && [ $LOCAL = 0 ]; then
         exit 1
 fi
 NOGPU="no GPU here (--local)"
-hook_ok=0 conf_ok=0 info_ok=0
-gh_hook_landed && hook_ok=1
-gh_cli_has configure && conf_ok=1
-gh_cli_has info && info_ok=1
-
 make_busybox_rootfs "$T/rootfs" || exit 1
 printf '{"cli": {"root": "/", "path": "%s", "ldcache": "/etc/ld.so.cache"}, "log": {"file": "%s"}}\n' \
         "$GPU_CLI" "$T/gpu-hook.log" >"$T/gpu-hook.json"
@@ -60,24 +55,17 @@ hook_bundle() {
 }
 GPU_ENV=(NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility)
 
-if [ $hook_ok = 0 ]; then
-        bench_note "runc + gpu-hook, non-GPU container" "not landed"
-        bench_note "runc + gpu-hook, GPU container (all, compute,utility)" "not landed"
+hook_bundle nongpu
+bench_measure "runc + gpu-hook, non-GPU container" runc "$T/nongpu"
+if [ $HAVE_GPU = 1 ]; then
+        hook_bundle gpu "${GPU_ENV[@]}"
+        bench_measure "runc + gpu-hook, GPU container (all, compute,utility)" runc "$T/gpu"
 else
-        hook_bundle nongpu
-        bench_measure "runc + gpu-hook, non-GPU container" runc "$T/nongpu"
-        if [ $HAVE_GPU = 1 ]; then
-                hook_bundle gpu "${GPU_ENV[@]}"
-                bench_measure "runc + gpu-hook, GPU container (all, compute,utility)" runc "$T/gpu"
-        else
-                bench_note "runc + gpu-hook, GPU container (all, compute,utility)" "$NOGPU"
-        fi
+        bench_note "runc + gpu-hook, GPU container (all, compute,utility)" "$NOGPU"
 fi
 
 what="gpu-cli configure alone (--device=all --compute --utility)"
-if [ $conf_ok = 0 ]; then
-        bench_note "$what" "not landed"
-elif [ $HAVE_GPU = 0 ]; then
+if [ $HAVE_GPU = 0 ]; then
         bench_note "$what" "$NOGPU"
 else
         bench_write_configure_hook "$T/time-configure"
@@ -95,9 +83,7 @@ fi
 bench_measure "process start floor: /bin/true" cmd /bin/true
 bench_measure "gpu-cli --version (gpu-cli start: its shared libraries, no work)" cmd "$GPU_CLI" --version
 for mode in fast nvml; do
-        if [ $info_ok = 0 ]; then
-                bench_note "gpu-cli info --$mode" "not landed"
-        elif [ $HAVE_GPU = 0 ]; then
+        if [ $HAVE_GPU = 0 ]; then
                 bench_note "gpu-cli info --$mode" "$NOGPU"
         else
                 bench_measure "gpu-cli info --$mode" cmd "$GPU_CLI" info --$mode
@@ -122,9 +108,7 @@ echo "|---|---:|"
 rss_row() { echo "| $1 | $2 |"; }
 kib() { awk -v k="$1" 'BEGIN { printf "%.1f MiB", k / 1024 }'; }
 time_bin=${GH_TIME:-$(command -v /usr/bin/time 2>/dev/null)}
-if [ $hook_ok = 0 ]; then
-        rss_row "gpu-hook, GPU container" "not landed"
-elif [ $HAVE_GPU = 0 ]; then
+if [ $HAVE_GPU = 0 ]; then
         rss_row "gpu-hook, GPU container" "$NOGPU"
 elif [ -z "$time_bin" ]; then
         rss_row "gpu-hook, GPU container" "no GNU time here"
@@ -140,9 +124,7 @@ else
         fi
 fi
 for mode in fast nvml; do
-        if [ $info_ok = 0 ]; then
-                rss_row "gpu-cli info --$mode" "not landed"
-        elif [ $HAVE_GPU = 0 ]; then
+        if [ $HAVE_GPU = 0 ]; then
                 rss_row "gpu-cli info --$mode" "$NOGPU"
         elif k=$(bench_rss "$GPU_CLI" info --$mode); then
                 rss_row "gpu-cli info --$mode" "$(kib "$k")"

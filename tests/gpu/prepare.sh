@@ -2,7 +2,7 @@
 # Runs HERE (the CPU machine): builds the GPU-machine kit into .gpukit/ at the repo root.
 #
 #   bash tests/gpu/prepare.sh          then, through the device tool, with carry [".gpukit"]:
-#   bash tests/gpu/run.sh; bash tests/gpu/bench.sh; bash tests/gpu/run-cdi.sh
+#   bash tests/gpu/run.sh; bash tests/gpu/bench.sh
 #
 # The GPU machine (Ubuntu 24.04) has no -dev packages, no runc and no network, so the kit carries:
 #   bin/gpu-cli, bin/gpu-hook   release build of this tree
@@ -18,7 +18,7 @@
 # How binaries find lib/ (when they need it): an RPATH, not a wrapper script.  runc executes the hook's path from
 # config.json directly, so a wrapper would add a shell start to every measured container start, and
 # it would need LD_LIBRARY_PATH, which then leaks into everything the hook executes (gpu-hook must run
-# its children with a fixed environment, SECURITY.md rule 4).  It is DT_RPATH (--force-rpath), not
+# its children with a fixed environment, docs/threat-model.md#rule-4).  It is DT_RPATH (--force-rpath), not
 # DT_RUNPATH: RPATH also applies to indirect dependencies (libtirpc -> libgssapi_krb5 -> libkrb5...)
 # and wins over LD_LIBRARY_PATH.  gpu-cli and gpu-hook use $ORIGIN/../lib.  runc cannot: `runc init`
 # re-executes itself from a memfd copy (the CVE-2019-5736 fix), where $ORIGIN means nothing, so runc
@@ -52,7 +52,7 @@ fi
 ninja -C "$BUILD" cli/gpu-cli hook/gpu-hook >/dev/null || die "build failed; run ninja -C $BUILD"
 
 rm -rf "$KIT"
-mkdir -p "$KIT/bin" "$KIT/lib" "$KIT/tests/gpu" "$KIT/tests/helpers" "$KIT/bench"
+mkdir -p "$KIT/bin" "$KIT/lib" "$KIT/tests/gpu" "$KIT/bench"
 cp "$BUILD/cli/gpu-cli" "$BUILD/hook/gpu-hook" "$KIT/bin/"
 cp "$RUNC_SRC" "$KIT/bin/runc"
 cp "$BUSYBOX_SRC" "$KIT/bin/busybox"
@@ -93,22 +93,14 @@ done
 
 cp "$REPO/tests/lib.sh" "$KIT/tests/"
 cp "$here"/*.sh "$here"/*.cu "$KIT/tests/gpu/"
-cp "$REPO/tests/helpers/cdi-apply.py" "$KIT/tests/helpers/"
+mkdir -p "$KIT/tests/helpers" && cp "$REPO/tests/helpers/cdi-apply.py" "$KIT/tests/helpers/"
 cp "$REPO/bench/common.sh" "$KIT/bench/"
 
-features=""
-for cmd in info list configure cdi; do
-        out=$("$KIT/bin/gpu-cli" "$cmd" --help 2>&1 || true)
-        [[ $out == *"this build has no command"* ]] || features+=" gpu-cli-$cmd"
-done
-printf '{"ociVersion":"1.0.2","id":"probe","status":"stopped","pid":0,"bundle":"/"}' |
-        "$KIT/bin/gpu-hook" poststop >/dev/null 2>&1 && features+=" gpu-hook"
 {
         echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME")"
         echo "commit: $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)$(
                 git -C "$REPO" diff --quiet HEAD 2>/dev/null || echo ' (plus uncommitted changes)')"
         echo "gpu-cli: $("$KIT/bin/gpu-cli" --version)"
-        echo "landed:${features:- nothing yet}"
         echo "runc: $("$RUNC_SRC" --version | head -n 1)"
         echo "runc libraries: $RUNC_LIBDIR (filled by run.sh)"
 } >"$KIT/MANIFEST"

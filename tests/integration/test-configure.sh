@@ -6,14 +6,12 @@
 . "${GH_SOURCE_DIR:?}/tests/lib.sh"
 t_need_root
 t_need_cmd runc
-gh_cli_has configure || t_skip_all "gpu-cli configure has not landed"
 MKROOT=$GH_SOURCE_DIR/tests/fake-driver/make-root.sh
-[ -f "$MKROOT" ] || t_skip_all "the fake driver has not landed"
 
 DRV=$T/drv
 DRVL=$T/drv-local
-bash "$MKROOT" "$DRV" >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_skip_all "make-root.sh failed"; }
-bash "$MKROOT" "$DRVL" --layout local >"$T/mkroot-l.log" 2>&1 || { t_diag_file "$T/mkroot-l.log"; t_skip_all "make-root.sh --layout local failed"; }
+bash "$MKROOT" "$DRV" >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_fatal "make-root.sh failed"; }
+bash "$MKROOT" "$DRVL" --layout local >"$T/mkroot-l.log" 2>&1 || { t_diag_file "$T/mkroot-l.log"; t_fatal "make-root.sh --layout local failed"; }
 CUDA_PROBE=$(find "$GH_BUILD_DIR/tests/fake-driver" -name cuda-probe -type f -perm -u+x | head -n1)
 
 # The fake root's GPUs as the driver describes them (not as our tool reports them), in bus-id order.
@@ -25,18 +23,19 @@ gpu_uuids() {
 }
 UUIDS=($(gpu_uuids "$DRV"))
 BUSIDS=($(ls "$DRV/proc/driver/nvidia/gpus" | sort))
-[ "${#UUIDS[@]}" -ge 2 ] || t_skip_all "the fake driver root has fewer than 2 GPUs"
+[ "${#UUIDS[@]}" -ge 2 ] || t_fatal "the fake driver root has fewer than 2 GPUs"
 
 # What the container runs: one line per fact, parsed by the checks below.
 PROBE='
 echo "smi:$(nvidia-smi -L 2>&1 | tr "\n" "|")"
-echo "cache:$(check-ldconfig -p 2>&1 | grep -Eo "lib(cuda|nvidia-ml)\.so\.1 " | sort -u | tr -d " " | tr "\n" ",")"
+echo "cache:$(check-ldconfig -p 2>&1 | grep -Eo "lib(cuda|nvidia-ml)\.so(\.1)? " | sort -u | tr -d " " | tr "\n" ",")"
 echo "cuda:$(cuda-probe 2>&1 | head -n1)"
 echo "params:$(grep ModifyDeviceFiles /proc/driver/nvidia/params 2>&1)"
 echo "gpus:$(ls /proc/driver/nvidia/gpus 2>&1 | tr "\n" ",")"
 echo "dev:$(ls /dev | grep -E "^nvidia" | sort | tr "\n" ",")"
 [ -e /dev/nvidia0 ] && echo "open0:$(head -c1 /dev/nvidia0 2>&1 >/dev/null)"
 mknod /tmp/other c 195 7 2>/dev/null && echo "open7:$(head -c1 /tmp/other 2>&1 >/dev/null)"
+check-ldconfig -p 2>&1 | grep "=>" | sed "s/^[[:space:]]*/ldc:/"
 echo "end"
 '
 
@@ -50,6 +49,10 @@ new_container() {
         [ -n "$CUDA_PROBE" ] && install -m 755 "$CUDA_PROBE" "$ROOTFS/usr/local/bin/cuda-probe"
         make_bundle "$BUNDLE" "$ROOTFS" /bin/sh -c "$PROBE"
         bundle_add_caps "$BUNDLE" CAP_MKNOD
+        # The image's own cache entries (its glibc) as the host's ldconfig reads them before the run:
+        # "SONAME (FLAGS)", the path aside (--ldconfig=@HOST may spell /lib as /usr/lib).
+        IMAGE_CACHE=$("$ROOTFS/usr/local/bin/check-ldconfig" -p -C "$ROOTFS/etc/ld.so.cache" 2>/dev/null | grep "=>" |
+                sed 's/^[[:space:]]*//; s/ =>.*//' | sort -u)
 }
 
 # hook_script FILE DRIVER_ROOT CONFIGURE-ARGS...: a hook that reads the pid from the state on stdin
@@ -74,11 +77,15 @@ check_basic() {
         t_is "$RUN_RC" 0 "$desc: container ran" || { t_diag "$RUN_STDERR"; t_diag_file "$T/cli.log"; }
         t_is "$(field smi | tr '|' '\n' | grep -c '^GPU ')" "$want" "$desc: nvidia-smi -L lists $want GPU(s)"
         t_match "$(field cache)" 'libcuda\.so\.1,.*libnvidia-ml\.so\.1' "$desc: the container's ld cache lists libcuda and libnvidia-ml"
+        t_match "$(field cache)" '(^|,)libcuda\.so,' "$desc: the ld cache lists the development link libcuda.so (dlopen(\"libcuda.so\") works)"
         t_match "$(field cuda)" "^CUDA OK: $want device" "$desc: CUDA initialises with $want device(s)"
         t_is "$(field params)" "ModifyDeviceFiles: 0" "$desc: /proc/driver/nvidia/params says ModifyDeviceFiles: 0"
         t_match "$(field open0)" 'No such device or address' "$desc: /dev/nvidia0 is allowed by the cgroup (ENXIO: no real driver)"
         t_match "$(field open7)" 'Operation not permitted' "$desc: a GPU node made with mknod is denied by the cgroup"
         t_not "$desc: the image's /sbin/ldconfig never ran" ldconfig_ran "$ROOTFS"
+        t_match "$IMAGE_CACHE" '^libc\.so\.6 ' "$desc: the image's ld cache listed its libc.so.6 before the run"
+        t_is "$(comm -23 <(printf '%s\n' "$IMAGE_CACHE") <(field ldc | sed 's/ =>.*//' | sort -u))" "" \
+                "$desc: every entry of the image's own ld cache (libc.so.6 ...) is still in the container's cache"
 }
 
 host_mountinfo_snapshot "$T/mounts.before"

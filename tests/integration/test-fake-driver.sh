@@ -1,6 +1,6 @@
 #!/bin/bash
 # The fake NVIDIA driver (tests/fake-driver) is what every other test injects, so prove it first:
-# its ld.so.cache lists every driver library of shared/REFERENCE.md §3 (the list below is written
+# its ld.so.cache lists every driver library of docs/architecture.md#what-a-container-gets (the list below is written
 # from that table, not from the tool), the fake nvidia-smi reports exactly the profile's GPUs and
 # only those whose /dev/nvidiaN exists, NVML failure modes behave, and cuda-probe needs the nodes.
 . "${GH_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib.sh"
@@ -13,9 +13,9 @@ MAKE_ROOT=$GH_SOURCE_DIR/tests/fake-driver/make-root.sh
 PROFILES=$GH_SOURCE_DIR/tests/fake-driver/profiles
 FAKE_DIR=${GH_BUILD_DIR:+$GH_BUILD_DIR/tests/fake-driver}
 CUDA_PROBE=${FAKE_DIR:-/nonexistent}/cuda-probe
-[ -x "$CUDA_PROBE" ] || t_skip_all "no built fake driver (GH_BUILD_DIR=${GH_BUILD_DIR:-unset}); run it through meson test"
+[ -x "$CUDA_PROBE" ] || t_fatal "no built fake driver (GH_BUILD_DIR=${GH_BUILD_DIR:-unset}); run it through meson test"
 
-# REFERENCE.md §3, every capability, with the SONAME each library carries (the soname number for
+# That table, every capability, with the SONAME each library carries (the soname number for
 # the public ones, the full version for the driver-internal ones).
 LIBS64="libnvidia-ml.so.1 libnvidia-cfg.so.1
 libcuda.so.1 libcudadebugger.so.1 libnvidia-opencl.so.1 libnvidia-gpucomp.so.$VER libnvidia-ptxjitcompiler.so.1
@@ -130,7 +130,8 @@ std=$T/std
 start=$(date +%s%N)
 t_ok "make-root.sh writes a standard-layout root" "$MAKE_ROOT" "$std" --sockets
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
-if [ "$ms" -lt 3000 ]; then t_pass "make-root.sh is fast (${ms} ms)"; else t_fail "make-root.sh is fast (${ms} ms)"; fi
+# Reported, not asserted: a wall-clock bound fails on a loaded machine without any regression.
+t_diag "make-root.sh took ${ms} ms"
 check_cache standard "$std" usr/lib/x86_64-linux-gnu usr/lib/i386-linux-gnu
 
 L64=usr/lib/x86_64-linux-gnu

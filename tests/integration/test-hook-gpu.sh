@@ -4,13 +4,10 @@
 . "${GH_SOURCE_DIR:?}/tests/lib.sh"
 t_need_root
 t_need_cmd runc
-gh_hook_landed || t_skip_all "gpu-hook has not landed"
-gh_cli_has configure || t_skip_all "gpu-cli configure has not landed"
 MKROOT=$GH_SOURCE_DIR/tests/fake-driver/make-root.sh
-[ -f "$MKROOT" ] || t_skip_all "the fake driver has not landed"
 
 DRV=$T/drv
-bash "$MKROOT" "$DRV" >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_skip_all "make-root.sh failed"; }
+bash "$MKROOT" "$DRV" >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_fatal "make-root.sh failed"; }
 CUDA_PROBE=$(find "$GH_BUILD_DIR/tests/fake-driver" -name cuda-probe -type f -perm -u+x | head -n1)
 UUID0=$(sed -n 's/^GPU UUID:[[:space:]]*//p' "$(ls -d "$DRV"/proc/driver/nvidia/gpus/* | sort | head -n1)/information")
 

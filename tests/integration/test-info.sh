@@ -8,8 +8,7 @@ t_need_root
 MAKE_ROOT=$GH_SOURCE_DIR/tests/fake-driver/make-root.sh
 PROFILES=$GH_SOURCE_DIR/tests/fake-driver/profiles
 CONF=${GH_BUILD_DIR:+$GH_BUILD_DIR/tests/fake-driver/fake-driver.conf}
-[ -n "$CONF" ] && [ -f "$CONF" ] || t_skip_all "no built fake driver (GH_BUILD_DIR=${GH_BUILD_DIR:-unset})"
-gh_cli_has info || t_skip_all "this gpu-cli has no info command"
+[ -n "$CONF" ] && [ -f "$CONF" ] || t_fatal "no built fake driver (GH_BUILD_DIR=${GH_BUILD_DIR:-unset})"
 VER=$(sed -n 's/^version=//p' "$CONF")
 
 # expected_json PROFILE fast|nvml: the info --json a user should get for that profile.

@@ -1,19 +1,18 @@
 #!/bin/bash
 # gpu-cli list on the fake driver, both layouts: exactly the driver's libraries (computed here from
-# `ldconfig -p`, the ELF headers and REFERENCE §3, not by the code under test), each real file once,
+# `ldconfig -p`, the ELF headers and the table of docs/architecture.md#what-a-container-gets, not by the code under test), each real file once,
 # the ELF programs and never a wrapper script or a decoy, firmware, sockets, device nodes, JSON.
 . "${GH_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib.sh"
 
 t_need_root
 t_need_cmd ldconfig readelf
-gh_cli_has list || t_skip_all "gpu-cli has no list command yet"
 
 VER=580.95.05
 MAKE_ROOT=$GH_SOURCE_DIR/tests/fake-driver/make-root.sh
 [ -n "${GH_BUILD_DIR:-}" ] && [ -d "$GH_BUILD_DIR/tests/fake-driver" ] ||
-        t_skip_all "no built fake driver (GH_BUILD_DIR=${GH_BUILD_DIR:-unset}); run it through meson test"
+        t_fatal "no built fake driver (GH_BUILD_DIR=${GH_BUILD_DIR:-unset}); run it through meson test"
 
-# REFERENCE §3, every capability.
+# The table of docs/architecture.md#what-a-container-gets, every capability.
 STEMS="libnvidia-ml libnvidia-cfg libnvidia-nscq
 libcuda libcudadebugger libnvidia-opencl libnvidia-gpucomp libnvidia-ptxjitcompiler libnvidia-fatbinaryloader
 libnvidia-allocator libnvidia-compiler libnvidia-pkcs11 libnvidia-pkcs11-openssl3 libnvidia-nvvm
@@ -167,5 +166,13 @@ out=$("$GPU_CLI" --root="$T/root-standard" list 2>&1)
 t_match "$out" "ld.so.cache.*--ldcache" "no ld.so.cache: the message says --ldcache"
 out=$(ldconfig -r "$T/root-standard" -C /etc/other.cache 2>&1 && "$GPU_CLI" --root="$T/root-standard" --ldcache=/etc/other.cache list --libraries | wc -l)
 t_is "$out" 32 "--ldcache=FILE reads that cache inside the root"
+
+# A GPU's node with another GPU's device number (a stale or tampered /dev): refused, never listed
+# (configure would bind it and allow that number in the device cgroup).
+mknod_root=$T/root-standard
+rm -f "$mknod_root/dev/nvidia1" && mknod "$mknod_root/dev/nvidia1" c 195 0
+out=$("$GPU_CLI" --root="$mknod_root" --ldcache=/etc/other.cache list --device=1 2>&1)
+t_is "$?" 1 "/dev/nvidia1 with the number 195:0: list --device=1 fails"
+t_match "$out" 'nvidia1 has device number 195:0, expected 195:1' "... and the message names the node and both numbers"
 
 t_done

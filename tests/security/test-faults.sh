@@ -6,9 +6,7 @@
 . "${GH_SOURCE_DIR:?}/tests/lib.sh"
 t_need_root
 t_need_cmd runc
-gh_cli_has configure || t_skip_all "gpu-cli configure has not landed"
 MKROOT=$GH_SOURCE_DIR/tests/fake-driver/make-root.sh
-[ -f "$MKROOT" ] || t_skip_all "the fake driver has not landed"
 DENY=$GH_BUILD_DIR/tests/helpers/deny-syscalls
 NO_NEW_API=$GH_BUILD_DIR/tests/helpers/no-new-mount-api
 
@@ -18,7 +16,7 @@ mkroot() {
         bash "$MKROOT" "$out" "$@" >"$out.log" 2>&1 || { t_diag_file "$out.log"; return 1; }
 }
 DRV=$T/drv
-mkroot "$DRV" || t_skip_all "make-root.sh failed"
+mkroot "$DRV" || t_fatal "make-root.sh failed"
 
 PROBE='echo "smi:$(nvidia-smi -L 2>&1 | tr "\n" "|")"'
 field() { printf '%s\n' "$RUN_STDOUT" | sed -n "s/^$1://p"; }

@@ -7,10 +7,7 @@
 . "${GH_SOURCE_DIR:?}/tests/lib.sh"
 t_need_root
 t_need_cmd runc
-gh_hook_landed || t_skip_all "gpu-hook has not landed"
-gh_cli_has configure || t_skip_all "gpu-cli configure has not landed"
 MKROOT=$GH_SOURCE_DIR/tests/fake-driver/make-root.sh
-[ -f "$MKROOT" ] || t_skip_all "the fake driver has not landed"
 
 SEQ=${GH_LOAD_SEQ:-40}
 CONC=${GH_LOAD_CONC:-8}
@@ -18,7 +15,7 @@ BASE=${GH_LOAD_BASELINE:-10}
 PREFIX=gh-load-$$
 
 DRV=$T/drv
-bash "$MKROOT" "$DRV" >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_skip_all "make-root.sh failed"; }
+bash "$MKROOT" "$DRV" >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_fatal "make-root.sh failed"; }
 cat >"$T/config.json" <<EOF
 {"cli": {"root": "$DRV", "path": "$GPU_CLI"}, "log": {"file": "$T/hook.log"}}
 EOF
@@ -87,9 +84,9 @@ stats() {
 failures() { awk '$1 != 0 || $3 != "GPU" || $4 != "0:" { n++ } END { print n + 0 }' "$1"; }
 
 mkdir -p "$T_RUNC_ROOT"
-new_bundle "$T/base" 0 || t_skip_all "cannot build a rootfs"
-new_bundle "$T/seq" 1 || t_skip_all "cannot build a rootfs"
-for i in $(seq 1 "$CONC"); do new_bundle "$T/conc$i" 1 || t_skip_all "cannot build a rootfs"; done
+new_bundle "$T/base" 0 || t_fatal "cannot build a rootfs"
+new_bundle "$T/seq" 1 || t_fatal "cannot build a rootfs"
+for i in $(seq 1 "$CONC"); do new_bundle "$T/conc$i" 1 || t_fatal "cannot build a rootfs"; done
 
 # Warm up (page cache, first cgroup creation), then take the "before" picture.
 one_start "$T/seq/bundle" "$PREFIX-warm" "$T/warm.res"

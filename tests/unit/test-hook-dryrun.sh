@@ -1,9 +1,7 @@
 #!/bin/bash
-# gpu-hook --dry-run, table-driven: every rule of REFERENCE §2 through the real binary (state on
+# gpu-hook --dry-run, table-driven: every rule of docs/environment.md through the real binary (state on
 # stdin, <bundle>/config.json, the hook's config file), then bad input of every kind.  Needs no root.
 . "${GH_SOURCE_DIR:?}/tests/lib.sh"
-
-gh_hook_landed || t_skip_all "gpu-hook has not landed in this build"
 
 UUID=GPU-12345678-1234-1234-1234-123456789abc
 UUID2=GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee
@@ -34,10 +32,13 @@ write_config() {
 
 # write_bundle FLAGS ENV: config.json with ENV ('|'-separated K=V entries).
 write_bundle() {
-        local flags=$1 env=$2 f caps='["CAP_KILL"]' capsjson mounts="" ver=1.0.2 e envjson="" sep=""
+        local flags=$1 env=$2 f caps='["CAP_KILL"]' effcaps= capsjson mounts="" ver=1.0.2 e envjson="" sep=""
         for f in ${flags//,/ }; do
                 case $f in
                 priv) caps='["CAP_KILL","CAP_SYS_ADMIN"]' ;;
+                # Other CAP_SYS_* capabilities, and CAP_SYS_ADMIN outside the bounding set: unprivileged.
+                nearpriv) caps='["CAP_KILL","CAP_SYS_PTRACE","CAP_SYS_CHROOT","CAP_SYS_ADMINX"]' ;;
+                effadmin) effcaps='["CAP_KILL","CAP_SYS_ADMIN"]' ;;
                 rc) ver=1.0.0-rc2 ;;
                 mnt=*)
                         local d devs
@@ -56,7 +57,7 @@ write_bundle() {
         if [ "$ver" = 1.0.0-rc2 ]; then
                 capsjson=$caps
         else
-                capsjson="{\"bounding\": $caps, \"effective\": $caps}"
+                capsjson="{\"bounding\": $caps, \"effective\": ${effcaps:-$caps}}"
         fi
         if [ -n "$env" ]; then
                 IFS='|' read -ra entries <<<"$env"
@@ -252,6 +253,8 @@ check "unknown device of an ignored request is no error" "noenv" "NVIDIA_VISIBLE
 check "privileged honoured when the config refuses unprivileged" "noenv,priv" "NVIDIA_VISIBLE_DEVICES=0" 'D=["0"]'
 check "privileged through an rc-era flat capability list" "noenv,priv,rc" "NVIDIA_VISIBLE_DEVICES=0" 'D=["0"]'
 check "rc-era flat list without CAP_SYS_ADMIN is unprivileged" "noenv,rc" "NVIDIA_VISIBLE_DEVICES=0" -
+check "other CAP_SYS_* capabilities are not privileged" "noenv,nearpriv" "NVIDIA_VISIBLE_DEVICES=0" -
+check "CAP_SYS_ADMIN only in the effective set is not privileged" "noenv,effadmin" "NVIDIA_VISIBLE_DEVICES=0" -
 
 # --- volume-mount device lists ---------------------------------------------------------------
 check "volume mounts name the devices" "vol,mnt=0+$UUID" "" "D=[\"0\",\"$UUID\"]"
@@ -269,6 +272,19 @@ check "all swarm variables are joined" "swarm" "DOCKER_RESOURCE_GPU=0|SWARM_B=1"
 check "an empty swarm variable means no GPU" "swarm" "NVIDIA_VISIBLE_DEVICES=all|DOCKER_RESOURCE_GPU=" -
 check "no swarm variable present: NVIDIA_VISIBLE_DEVICES" "swarm" "NVIDIA_VISIBLE_DEVICES=0" 'D=["0"]'
 check "swarm variables unused without the config" "" "NVIDIA_VISIBLE_DEVICES=0|DOCKER_RESOURCE_GPU=1" 'D=["0"]'
+
+# --- the gate across every source: env, swarm, legacy, volume mounts; privileged and not ----------
+check "gate: swarm variable of an unprivileged container refused" "swarm,noenv" "DOCKER_RESOURCE_GPU=0" -
+check "gate: second swarm variable of an unprivileged container refused" "swarm,noenv" "SWARM_B=0" -
+check "gate: swarm next to NVIDIA_VISIBLE_DEVICES, unprivileged, refused" "swarm,noenv" \
+        "NVIDIA_VISIBLE_DEVICES=1|DOCKER_RESOURCE_GPU=0" -
+check "gate: swarm variable of a privileged container honoured" "swarm,noenv,priv" "DOCKER_RESOURCE_GPU=0" 'D=["0"]'
+check "gate: swarm variable of an unprivileged container honoured when allowed" "swarm" "DOCKER_RESOURCE_GPU=0" 'D=["0"]'
+check "gate: legacy image of a privileged container honoured" "noenv,priv" "CUDA_VERSION=11.6" "D=[\"all\"];C=$ALLCAPS;R=[\"cuda>=11.6\"]"
+check "gate: volume mounts of a privileged container when env is refused" "vol,noenv,priv,mnt=1" "NVIDIA_VISIBLE_DEVICES=0" 'D=["1"]'
+check "gate: volume mounts ignored unless enabled, unprivileged, env refused" "noenv,mnt=1" "NVIDIA_VISIBLE_DEVICES=0" -
+check "gate: volume mounts ignored unless enabled, privileged, env refused" "noenv,priv,mnt=1" "NVIDIA_VISIBLE_DEVICES=0" 'D=["0"]'
+check "gate: volume mounts win over swarm" "vol,swarm,noenv,mnt=1" "DOCKER_RESOURCE_GPU=0" 'D=["1"]'
 
 # --- MIG -------------------------------------------------------------------------------------
 check "MIG config in a privileged container" "priv" "NVIDIA_VISIBLE_DEVICES=all|NVIDIA_MIG_CONFIG_DEVICES=all" \

@@ -75,7 +75,7 @@ static void setup(void)
         snprintf(top, sizeof(top), "%s", tmpl);
         snprintf(root, sizeof(root), "%s/root", top);
         snprintf(outside, sizeof(outside), "%s/outside", top);
-        xsystemf("mkdir -p %s/etc %s/usr/lib %s && echo host > %s/marker && echo inside > %s/etc/passwd",
+        xsystemf("mkdir -p %s/etc %s/usr/lib %s/newdir3/deeper && echo host > %s/marker && echo inside > %s/etc/passwd",
                  root, root, outside, outside, root);
         char p[PATH_MAX + 16];
         snprintf(p, sizeof(p), "%s/marker", outside);
@@ -191,13 +191,31 @@ int main(int argc, char **argv)
                 close(fd);
         gh_error_free(&err);
 
-        /* 10. mkdir -p through a relative symlink out */
-        link_in_root("../../outside/newdir", "usr/lib/rel2");
-        fd = gh_mkdir_p(rootfd, "usr/lib/rel2/deeper", 0755, &err);
-        ok(fd >= 0 && is_under_root(fd), "mkdir -p through relative symlink out stays inside");
-        if (fd >= 0)
-                close(fd);
-        gh_error_free(&err);
+        /* 10. mkdir -p through a relative symlink that climbs out: from root/usr/lib, three ".." reach
+         * the directory above the root (where outside/ is) and more go further; each must stop at the
+         * root, so the directories appear as root/outside/newdir{,2}/deeper and never in outside/. */
+        for (int i = 0; i < 2; i++) {
+                static const char *const targets[] = { "../../../outside/newdir", "../../../../../../outside/newdir2" };
+                static const char *const names[] = { "newdir", "newdir2" };
+                char host_dir[PATH_MAX * 2], in_root[PATH_MAX * 2];
+                struct stat st;
+
+                link_in_root(targets[i], "usr/lib/rel2");
+                fd = gh_mkdir_p(rootfd, "usr/lib/rel2/deeper", 0755, &err);
+                snprintf(host_dir, sizeof(host_dir), "%s/%s", outside, names[i]);
+                snprintf(in_root, sizeof(in_root), "%s/outside/%s/deeper", root, names[i]);
+                ok(fd >= 0 && is_under_root(fd) && !is_outside(fd), "mkdir -p through '%s' returns a directory in the root (%s)",
+                   targets[i], fd >= 0 ? "ok" : (err ? err->msg : "?"));
+                ok(stat(host_dir, &st) < 0 && errno == ENOENT, "... and creates nothing above the root (no %s)", host_dir);
+                ok(stat(in_root, &st) == 0 && S_ISDIR(st.st_mode), "... the climb stops at the root: %s exists", in_root);
+                if (fd >= 0)
+                        close(fd);
+                gh_error_free(&err);
+        }
+        /* ... and resolving (openat2 when available, else the walk) through the same kind of link to a
+         * directory that exists only above the root never reaches it. */
+        link_in_root("../../../outside/newdir3", "usr/lib/rel2");
+        expect_not_outside("relative symlink climbing out, resolved", "usr/lib/rel2/deeper", O_PATH | O_DIRECTORY);
 
         /* 11. create a file where the image put a symlink to a host marker: link replaced, marker intact */
         link_in_root(abs_marker, "usr/lib/libcuda.so.1");
