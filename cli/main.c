@@ -19,7 +19,11 @@ static void usage(FILE *out)
                 "  info        show the driver and the GPUs (--csv, --json)\n"
                 "  list        list the host files a container would get\n"
                 "  configure   inject the driver into a container: configure --pid=PID [OPTIONS] ROOTFS\n"
+                "  ps          the processes using each GPU and their containers (top: refreshed)\n"
+                "  metrics     GPU and per-container usage in Prometheus text format (--listen to serve it)\n"
+                "  doctor      check the host, or one container (--pid, --container), for GPU problems\n"
                 "  mps         MPS groups with per-group limits: mps start|stop|list\n"
+                "  setup       configure an engine: setup docker|containerd|crio|podman [--dry-run] [--undo]\n"
                 "  cdi         CDI specs: cdi generate, cdi list\n"
                 "  cdi-hook    the createContainer hook a CDI spec runs\n"
                 "\n"
@@ -45,6 +49,11 @@ static const struct {
         { "list", cmd_list },
         { "configure", cmd_configure },
         { "mps", cmd_mps },
+        { "ps", cmd_ps },
+        { "top", cmd_top },
+        { "metrics", cmd_metrics },
+        { "doctor", cmd_doctor },
+        { "setup", cmd_setup },
         { "cdi", cmd_cdi },
         { "cdi-hook", cmd_cdi_hook },
 };

@@ -21,6 +21,13 @@
 #include "log.h"
 #include "oci.h"
 
+/* The engine tests (tests/integration/meson.build) build a second gpu-hook whose compiled-in default
+ * points into the build directory: Docker runs the hook with no way to pass --config. */
+#ifdef GH_TEST_DEFAULT_CONFIG
+#undef GPUHOOK_DEFAULT_CONFIG
+#define GPUHOOK_DEFAULT_CONFIG GH_TEST_DEFAULT_CONFIG
+#endif
+
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 struct options {
@@ -133,7 +140,7 @@ static int run(const struct options *o, struct gh_config *cfg, struct gh_hooklog
         log->decision = gh_env_decision_json(&d, spec.rootfs, state.pid);
         gh_hooklog_phase(log, "decide");
         /* The request gpu-cli gets, built (and checked against its limits) in a dry run too. */
-        if (d.gpu_container && gh_hook_request(cfg, &d, &req, err) < 0)
+        if (d.gpu_container && gh_env_request(cfg, &d, &req, err) < 0)
                 goto out;
 
         if (o->dry_run) {
