@@ -18,6 +18,7 @@ struct cli_globals {
         bool load_kmods;     /* --load-kmods */
         bool no_pivot;       /* --no-pivot (accepted for compatibility) */
         bool json_log;       /* --log-format=json */
+        const char *state_file; /* --state-file (driver-state cache); NULL with --no-cache or another --root */
 };
 
 /* Each subcommand gets argv with argv[0] = its name, and returns the process exit status.
@@ -31,6 +32,7 @@ int cmd_top(int argc, char **argv, const struct cli_globals *g);
 int cmd_metrics(int argc, char **argv, const struct cli_globals *g);
 int cmd_mps(int argc, char **argv, const struct cli_globals *g);
 int cmd_setup(int argc, char **argv, const struct cli_globals *g);
+int cmd_cache(int argc, char **argv, const struct cli_globals *g);
 int cmd_cdi(int argc, char **argv, const struct cli_globals *g);
 int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g);
 

@@ -47,6 +47,7 @@ static const struct key cli_keys[] = {
         K("ldcache", KEY_OPT_PATH, cli.ldcache), K("ldconfig", KEY_LDCONFIG, cli.ldconfig),
         K("no-cgroups", KEY_BOOL, cli.no_cgroups), K("user", KEY_OPT_STRING, cli.user),
         K("load-kmods", KEY_BOOL, cli.load_kmods), K("debug", KEY_OPT_PATH, cli.debug),
+        K("state-file", KEY_OPT_PATH, cli.state_file), K("no-cache", KEY_BOOL, cli.no_cache),
 };
 
 static const struct key log_keys[] = {
@@ -263,6 +264,7 @@ void gh_config_free(struct gh_config *cfg)
         free(cfg->cli.ldconfig);
         free(cfg->cli.user);
         free(cfg->cli.debug);
+        free(cfg->cli.state_file);
         free(cfg->log.file);
         gh_strvfreep(&cfg->runtime.runtimes);
         free(cfg->runtime.hook_path);

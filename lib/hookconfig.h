@@ -34,6 +34,8 @@ struct gh_config {
                 char *user;     /* NULL: gpu-cli's default */
                 bool load_kmods;
                 char *debug;    /* NULL: no debug file */
+                char *state_file; /* NULL: gpu-cli's default driver-state cache */
+                bool no_cache;  /* gpu-cli --no-cache */
         } cli;
         struct {
                 char *file; /* "/var/log/gpu-hook.log"; NULL: no log line */

@@ -244,6 +244,7 @@ int gh_plan_load_gpus(int droot, const struct gh_request *req, struct gh_gpu_lis
                 return 0;
         go.uid = req->uid;
         go.gid = req->gid;
+        go.state_file = req->state_file;
         if (req->nrequirements > 0 || (wants && names_mig(&req->devices))) {
                 go.source = GH_GPUS_NVML;
                 return gh_gpus_load(droot, &go, gpus, err);

@@ -1,6 +1,6 @@
 /* The device nodes a GPU container gets, for linux.devices and linux.resources.devices: the device
  * items of the same plan gpu-cli configure builds (gh_plan_for_root) for the same request the hook
- * builds (gh_hook_request).  gpu-cli configure later injects exactly these nodes again (it mounts
+ * builds (gh_env_request).  gpu-cli configure later injects exactly these nodes again (it mounts
  * the host's node over the one the runtime created).
  *
  * Requirements are left out of the runtime's request: they do not change the nodes, checking them
@@ -23,7 +23,7 @@ int gh_rt_devices_for(const struct gh_config *cfg, const struct gh_env_decision 
         int r = -1;
 
         memset(out, 0, sizeof(*out));
-        if (gh_hook_request(cfg, d, &req, err) < 0 || gh_layout_named("debian", &layout, err) < 0)
+        if (gh_env_request(cfg, d, &req, err) < 0 || gh_layout_named("debian", &layout, err) < 0)
                 return -1;
         for (size_t i = 0; i < req.nrequirements; i++)
                 free(req.requirements[i]);
