@@ -33,6 +33,8 @@ int cmd_metrics(int argc, char **argv, const struct cli_globals *g);
 int cmd_mps(int argc, char **argv, const struct cli_globals *g);
 int cmd_setup(int argc, char **argv, const struct cli_globals *g);
 int cmd_cache(int argc, char **argv, const struct cli_globals *g);
+int cmd_cdi(int argc, char **argv, const struct cli_globals *g);
+int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g);
 
 /* A request seeded from the global options (--user); gh_request_init()ed by the caller. */
 struct gh_request;

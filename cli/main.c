@@ -26,6 +26,8 @@ static void usage(FILE *out)
                 "  cache       the driver-state cache: cache refresh|show|clear\n"
                 "  mps         MPS groups with per-group limits: mps start|stop|list\n"
                 "  setup       configure an engine: setup docker|containerd|crio|podman [--dry-run] [--undo]\n"
+                "  cdi         CDI specs: cdi generate, cdi list\n"
+                "  cdi-hook    the createContainer hook a CDI spec runs\n"
                 "\n"
                 "Global options:\n"
                 "  -r, --root=DIR         driver root (default /): ld.so.cache, PATH, /dev, /proc/driver/nvidia\n"
@@ -59,6 +61,8 @@ static const struct {
         { "doctor", cmd_doctor },
         { "setup", cmd_setup },
         { "cache", cmd_cache },
+        { "cdi", cmd_cdi },
+        { "cdi-hook", cmd_cdi_hook },
 };
 
 static int (*command_fn(const char *name))(int, char **, const struct cli_globals *)

@@ -31,6 +31,13 @@ struct gh_oci_mount {
         char *source; /* NULL when the mount has none (tmpfs, proc) */
 };
 
+/* A linux.devices entry: a node the runtime creates in the container. */
+struct gh_oci_device {
+        char *path;
+        char type; /* 'c', 'b', 'u' or 'p' */
+        long long major, minor;
+};
+
 struct gh_oci_spec {
         char *oci_version;
         char *rootfs; /* root.path, joined to the bundle when relative */
@@ -39,6 +46,8 @@ struct gh_oci_spec {
         bool privileged; /* CAP_SYS_ADMIN in the bounding set */
         struct gh_oci_mount *mounts;
         size_t n_mounts;
+        struct gh_oci_device *devices; /* linux.devices */
+        size_t n_devices;
         char *mps_group; /* annotations[GH_OCI_ANNOTATION_MPS_GROUP], NULL when absent */
 };
 

@@ -103,6 +103,7 @@ cp "$here"/*.sh "$here"/*.cu "$KIT/tests/gpu/"
 cp -r "$here/graphics" "$KIT/tests/gpu/"
 bash "$here/graphics/build.sh" "$KIT/graphics" >/dev/null 2>&1 ||
         echo "prepare: warning: the graphics test programs did not build (apt-get install libvulkan-dev libegl-dev libgles-dev)" >&2
+mkdir -p "$KIT/tests/helpers" && cp "$REPO/tests/helpers/cdi-apply.py" "$KIT/tests/helpers/"
 cp "$REPO/bench/common.sh" "$KIT/bench/"
 
 {
