@@ -31,9 +31,6 @@ int cmd_mps(int argc, char **argv, const struct cli_globals *g);
 struct gh_request;
 int cli_request_init(struct gh_request *req, const struct cli_globals *g, gh_error_t *err);
 
-/* The exit status for an error (CLI_EXIT_*). */
-int cli_exit_status(const struct gpuhook_error *err);
-
 /* The plan as JSON (plan-json.c, schema in docs/plan.md).  sections: bits 1 << GH_ROLE_*; with
  * CLI_PLAN_ALL the document also has "layout", "proc", "cgroup" and "ldcache". */
 struct gh_plan;
@@ -43,7 +40,8 @@ json_t *cli_plan_json(const struct gh_plan *plan, const char *root, unsigned sec
 /* Prints the document (indented) on stdout and frees it; -1 when it could not be written. */
 int cli_print_json(json_t *doc);
 
-/* Exit codes, documented in --help. */
+/* Exit codes, documented in --help: for an error, gh_error_exit_status() (lib/error.h) picks the
+ * status from the error's kind, with the same values. */
 enum {
         CLI_EXIT_OK = 0,
         CLI_EXIT_FAILURE = 1,      /* the operation failed; the message says why */

@@ -100,7 +100,7 @@ static int dry_run(const struct cli_globals *g, const struct gh_request *req, co
         gh_layout_detect(fd, &layout);
         if (gh_plan_for_root(g->root, g->ldcache, NULL, req, &layout, &plan, &err) < 0) {
                 fprintf(stderr, "gpu-cli: configure: %s\n", err->msg);
-                return cli_exit_status(err);
+                return gh_error_exit_status(err);
         }
         r = cli_print_json(cli_plan_json(&plan, g->root, CLI_PLAN_ALL));
         gh_plan_free(&plan);
@@ -130,7 +130,7 @@ int cmd_configure(int argc, char **argv, const struct cli_globals *g)
 
         if (cli_request_init(&req, g, &err) < 0 || (first = gh_request_parse_args(&req, argc, argv, &cli, &err)) < 0) {
                 fprintf(stderr, "gpu-cli: configure: %s\n", err->msg);
-                return CLI_EXIT_USAGE;
+                return gh_error_exit_status(err);
         }
         if (a.help) {
                 configure_usage(stdout);
@@ -154,7 +154,7 @@ int cmd_configure(int argc, char **argv, const struct cli_globals *g)
         o.pid = a.pid;
         if (gh_configure(&o, &t, &err) < 0) {
                 fprintf(stderr, "gpu-cli: configure: %s\n", err && err->msg ? err->msg : "failed");
-                return cli_exit_status(err);
+                return gh_error_exit_status(err);
         }
         gh_debug("configure done in %ld us (discover %ld, plan %ld, mount %ld, ldcache %ld, cgroup %ld, %zu items, %s)",
                  t.total_us, t.discover_us, t.plan_us, t.mount_us, t.ldcache_us, t.cgroup_us, t.items,

@@ -211,12 +211,12 @@ int cmd_info(int argc, char **argv, const struct cli_globals *g)
         rootfd = gh_rootfs_open(g->root, &err);
         if (rootfd < 0) {
                 fprintf(stderr, "gpu-cli: info: %s; check --root\n", err->msg);
-                return CLI_EXIT_NO_DRIVER;
+                return err->code == ENOENT || err->code == ENOTDIR ? CLI_EXIT_NO_DRIVER : gh_error_exit_status(err);
         }
         /* No driver at all is its own exit status, and needs no service to find out. */
         if (gh_gpus_driver_version(rootfd, version, sizeof(version), &err) < 0) {
                 fprintf(stderr, "gpu-cli: info: %s\n", err->msg);
-                return err->code == ENOENT ? CLI_EXIT_NO_DRIVER : CLI_EXIT_FAILURE;
+                return gh_error_exit_status(err);
         }
         if (gh_gpus_load(rootfd, &gopts, &list, &err) < 0) {
                 fprintf(stderr, "gpu-cli: info: %s%s\n", err->msg,

@@ -106,7 +106,7 @@ static int parse_args(int argc, char **argv, const struct cli_globals *g, struct
 
         if (cli_request_init(req, g, &err) < 0 || (first = gh_request_parse_args(req, argc, argv, &cli, &err)) < 0) {
                 fprintf(stderr, "gpu-cli: list: %s\n", err->msg);
-                return CLI_EXIT_USAGE;
+                return gh_error_exit_status(err);
         }
         if (o->help) {
                 usage(stdout);
@@ -162,11 +162,11 @@ int cmd_list(int argc, char **argv, const struct cli_globals *g)
                 return r;
         if (layout_for(&o, &layout, &err) < 0) {
                 fprintf(stderr, "gpu-cli: list: %s\n", err->msg);
-                return CLI_EXIT_USAGE;
+                return gh_err_kind(&err, GH_ERR_USAGE), gh_error_exit_status(err);
         }
         if (gh_plan_for_root(g->root, g->ldcache, NULL, &req, &layout, &plan, &err) < 0) {
                 fprintf(stderr, "gpu-cli: list: %s\n", err->msg);
-                return cli_exit_status(err);
+                return gh_error_exit_status(err);
         }
         if (o.json) {
                 r = cli_print_json(cli_plan_json(&plan, g->root, o.show)) < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;

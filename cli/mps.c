@@ -121,7 +121,7 @@ static int start(int argc, char **argv, const struct cli_globals *g, const char 
         return CLI_EXIT_OK;
 fail:
         fprintf(stderr, "gpu-cli mps start: %s\n", err->msg);
-        return err->code == ENODEV ? CLI_EXIT_NO_DRIVER : CLI_EXIT_FAILURE;
+        return gh_error_exit_status(err);
 }
 
 /* Client pids of a live group: get_server_list, then get_client_list of each server. */

@@ -9,7 +9,7 @@
 #include "hookconfig.h"
 #include "request.h"
 
-/* The only environment anything the hook runs gets (SECURITY rule 4). */
+/* The only environment anything the hook runs gets (docs/threat-model.md#rule-4). */
 #define GH_HOOK_CHILD_PATH "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
 
 /* The request of a GPU container: the decision's devices, capabilities, requirements, MIG and IMEX

@@ -201,8 +201,8 @@ int main(int argc, char **argv)
                 /* One human line: the runtime shows it to whoever started the container. */
                 fprintf(stderr, "gpu-hook: %s\n", msg);
                 gh_hooklog_set_error(&log, msg);
-                log.exit_code = EXIT_FAIL;
-                status = EXIT_FAIL;
+                status = gh_error_exit_status(err);
+                log.exit_code = status;
         } else {
                 status = r;
         }

@@ -126,7 +126,7 @@ static int run_isolated(const struct gh_configure_opts *o, gh_error_t *err)
                         if (write(wr, e->msg, len) != (ssize_t) len)
                                 _exit(1);
                 }
-                _exit(r == GH_CONFIGURE_NO_DRIVER ? 3 : r == GH_CONFIGURE_UNMET ? 4 : r < 0 ? 1 : 0);
+                _exit(r < 0 ? gh_error_exit_status(e) : 0);
         }
         close(wr);
         wr = -1;
@@ -145,7 +145,7 @@ static int run_isolated(const struct gh_configure_opts *o, gh_error_t *err)
         gh_err(err, 0, "%s", n > 0 ? msg : "configure failed");
         if (!WIFEXITED(status))
                 return gh_err(err, 0, "configure died of signal %d", WTERMSIG(status));
-        return WEXITSTATUS(status) == 3 ? GPUHOOK_ENODRIVER : WEXITSTATUS(status) == 4 ? GPUHOOK_EREQUIREMENT : -1;
+        return gh_err_kind(err, gh_error_kind_of_status(WEXITSTATUS(status)));
 }
 
 API int gpuhook_configure(struct gpuhook_ctx *ctx, pid_t pid, const char *rootfs, const char *devices,

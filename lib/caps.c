@@ -1,4 +1,4 @@
-/* Per-phase capabilities (SECURITY rule 7).  Capability sets are per thread: call these before the
+/* Per-phase capabilities (docs/threat-model.md#rule-7).  Capability sets are per thread: call these before the
  * program starts threads, or from the thread that does the work. */
 #include <errno.h>
 #include <grp.h>

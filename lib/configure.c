@@ -35,80 +35,6 @@ static long now_us(void)
         return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
 }
 
-/* Copies the container's cache into memory first: a running container could truncate the file
- * under a mapping and crash us. */
-static int read_container_cache(int rootfd, int procfd, struct gh_ldcache **cache, gh_error_t *err)
-{
-        _cleanup_error_ gh_error_t e = NULL;
-        /* Only a regular file is ever opened: an image's device node or FIFO there is not touched. */
-        _cleanup_close_ int fd = gh_open_regular(rootfd, "/etc/ld.so.cache", procfd, &e);
-        _cleanup_close_ int mfd = -1;
-        char buf[65536];
-        ssize_t n;
-        size_t total = 0;
-
-        *cache = NULL;
-        if (fd < 0) {
-                if (e->code != ENOENT)
-                        gh_warn("the container's %s; writing a fresh /etc/ld.so.cache", e->msg);
-                return 0; /* no usable cache in the image: start a new one */
-        }
-        mfd = memfd_create("ld.so.cache", MFD_CLOEXEC);
-        if (mfd < 0)
-                return gh_err(err, errno, "reading the container's /etc/ld.so.cache");
-        while ((n = read(fd, buf, sizeof(buf))) > 0) {
-                total += (size_t) n;
-                if (total > GH_LDCACHE_MAX_SIZE)
-                        return gh_err(err, EFBIG, "the container's /etc/ld.so.cache is too large");
-                if (write(mfd, buf, (size_t) n) != n)
-                        return gh_err(err, errno, "reading the container's /etc/ld.so.cache");
-        }
-        if (n < 0)
-                return gh_err(err, errno, "reading the container's /etc/ld.so.cache");
-        if (total == 0)
-                return 0;
-        if (gh_ldcache_open(mfd, "the container's /etc/ld.so.cache", cache, &e) < 0) {
-                /* A broken cache in the image is replaced rather than trusted. */
-                gh_warn("%s; writing a fresh one", e->msg);
-                *cache = NULL;
-        }
-        return 0;
-}
-
-static int update_ldcache(const struct gh_plan *plan, int rootfd, int procfd, gh_error_t *err)
-{
-        struct gh_ldcache *old = NULL;
-        struct gh_ldcache_set set = { 0 };
-        _cleanup_close_ int etc = -1;
-        int r = -1;
-
-        if (read_container_cache(rootfd, procfd, &old, err) < 0)
-                return -1;
-        for (size_t i = 0; old && i < old->n; i++)
-                if (gh_ldcache_set_add(&set, &old->entries[i], err) < 0)
-                        goto out;
-        for (size_t i = 0; i < plan->nlibs; i++) {
-                struct gh_ldcache_entry e = {
-                        .key = plan->libs[i].soname,
-                        .value = plan->libs[i].path,
-                        .flags = plan->libs[i].compat32 ? GH_LDCACHE_FLAGS_I386 : GH_LDCACHE_FLAGS_X86_64,
-                };
-                if (gh_ldcache_set_merge(&set, &e, 1, err) < 0)
-                        goto out;
-        }
-        etc = gh_mkdir_p(rootfd, "/etc", 0755, err);
-        if (etc < 0)
-                goto out;
-        r = gh_ldcache_write(etc, "ld.so.cache", set.entries, set.n, err);
-        if (r < 0)
-                gh_err_wrap(err, "writing the container's /etc/ld.so.cache");
-out:
-        gh_ldcache_set_free(&set);
-        if (old)
-                gh_ldcache_close(old);
-        return r;
-}
-
 int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings *t, gh_error_t *err)
 {
         _cleanup_close_ int droot = -1, rootfd = -1, ldconfig_fd = -1;
@@ -135,10 +61,8 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
                 return gh_err_wrap(err, "driver root");
         gh_plan_driver_opts(req, o->ldcache, o->path, &dopts);
         long td = now_us();
-        if (gh_driver_discover(droot, &dopts, &drv, err) < 0) {
-                ret = (*err && (*err)->code == GH_DRIVER_ENODRIVER) ? GH_CONFIGURE_NO_DRIVER : -1;
+        if (gh_driver_discover(droot, &dopts, &drv, err) < 0)
                 goto out;
-        }
         gh_debug("discover: driver files %ld us", now_us() - td);
         td = now_us();
         if (gh_plan_load_gpus(droot, req, &gpus, err) < 0)
@@ -155,11 +79,8 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
                 goto out;
         /* The rootfs is the same directory on the host: decide the library directory from it. */
         gh_layout_detect(ns.host_rootfs, &layout);
-        if (gh_plan_build(droot, drv, &gpus, req, &layout, &plan, err) < 0) {
-                if (*err && (*err)->code == GH_REQUIRE_UNMET)
-                        ret = GH_CONFIGURE_UNMET;
+        if (gh_plan_build(droot, drv, &gpus, req, &layout, &plan, err) < 0)
                 goto out;
-        }
         if (req->ldconfig != NULL) {
                 ldconfig_fd = gh_ldconfig_open(req->ldconfig, err);
                 if (ldconfig_fd < 0)
@@ -203,7 +124,7 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
                 if (gh_caps_enter(GH_PHASE_LDCONFIG, err) < 0 || gh_ldconfig_run(ldconfig_fd, rootfd, dirs, err) < 0)
                         goto out;
         } else if (plan.nlibs > 0) {
-                if (gh_caps_enter(GH_PHASE_LDCACHE, err) < 0 || update_ldcache(&plan, rootfd, ns.proc_fd, err) < 0)
+                if (gh_caps_enter(GH_PHASE_LDCACHE, err) < 0 || gh_ldcache_update(&plan, rootfd, ns.proc_fd, err) < 0)
                         goto out;
         }
         t->ldcache_us = now_us() - t1;

@@ -1,4 +1,4 @@
-/* `configure`: inject the driver into one container (REFERENCE §2-4, SECURITY rules 1-7).
+/* `configure`: inject the driver into one container (docs/architecture.md, docs/threat-model.md rules 1-7).
  *
  * Phases, each with its own capabilities (caps.h):
  *   discover  driver files (driver.h), GPUs (gpus.h; NVML only when needed), selection, requirements
@@ -35,10 +35,7 @@ struct gh_configure_timings {
         size_t items; /* plan items applied */
 };
 
-/* Returns 0, or a negative value: GH_CONFIGURE_NO_DRIVER when no driver was found under the root,
- * GH_CONFIGURE_UNMET when a requirement does not hold, -1 for anything else. */
-#define GH_CONFIGURE_NO_DRIVER (-3)
-#define GH_CONFIGURE_UNMET (-4)
+/* Returns 0, or -1 with *err filled (its kind: GH_ERR_NO_DRIVER, GH_ERR_REQUIREMENT, ...). */
 int gh_configure(const struct gh_configure_opts *opts, struct gh_configure_timings *timings, gh_error_t *err);
 
 #endif

@@ -10,6 +10,7 @@
 #include "capability.h"
 #include "cleanup.h"
 #include "devices.h"
+#include "readfile.h"
 #include "log.h"
 #include "rootfs.h"
 
@@ -27,18 +28,11 @@ void gh_device_list_free(struct gh_device_list *list)
 int gh_devices_cap_minor(int rootfd, const char *path, unsigned *minor, gh_error_t *err)
 {
         static const char tag[] = "DeviceFileMinor:";
-        _cleanup_close_ int fd = -1;
-        char text[1024];
-        ssize_t n;
+        _cleanup_free_ char *text = NULL;
         const char *p;
 
-        fd = gh_resolve(rootfd, path, O_RDONLY, err);
-        if (fd < 0)
+        if (gh_read_at(rootfd, path, 4096, false, &text, NULL, err) < 0)
                 return -1;
-        n = read(fd, text, sizeof(text) - 1);
-        if (n < 0)
-                return gh_err(err, errno, "reading %s", path);
-        text[n] = '\0';
         for (p = text; p != NULL && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
                 char *end;
                 unsigned long v;

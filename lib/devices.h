@@ -1,4 +1,4 @@
-/* Device nodes a container gets (REFERENCE §3), looked up under the driver root's /dev.
+/* Device nodes a container gets (docs/architecture.md#what-a-container-gets), looked up under the driver root's /dev.
  *
  *   /dev/nvidiactl                       always (required)
  *   /dev/nvidia-uvm, /dev/nvidia-uvm-tools  with compute

@@ -12,6 +12,7 @@
 #include "capability.h"
 #include "cleanup.h"
 #include "driver.h"
+#include "readfile.h"
 #include "elf.h"
 #include "ldcache.h"
 #include "log.h"
@@ -165,21 +166,19 @@ int gh_driver_parse_version(const char *text, size_t len, char *buf, size_t size
 static int read_version(struct ctx *c, gh_error_t *err)
 {
         static const char path[] = "/proc/driver/nvidia/version";
-        _cleanup_close_ int fd = -1;
-        char text[4096], version[64];
-        ssize_t n;
+        _cleanup_free_ char *text = NULL;
+        char version[64];
+        size_t n;
 
-        fd = gh_resolve(c->rootfd, path, O_RDONLY, err);
-        if (fd < 0) {
+        if (gh_read_at(c->rootfd, path, 65536, false, &text, &n, err) < 0) {
+                if ((*err)->code != ENOENT)
+                        return -1; /* the resolver names the file and the system error */
                 gh_error_free(err);
                 gh_err(err, 0, "no NVIDIA driver found: %s%s is missing; load the nvidia kernel module or pass the right --root",
                        c->root_prefix, path);
-                return gh_err_code(err, GH_DRIVER_ENODRIVER);
+                return gh_err_kind(err, GH_ERR_NO_DRIVER);
         }
-        n = read(fd, text, sizeof(text));
-        if (n < 0)
-                return gh_err(err, errno, "reading %s%s", c->root_prefix, path);
-        if (gh_driver_parse_version(text, (size_t) n, version, sizeof(version), err) < 0)
+        if (gh_driver_parse_version(text, n, version, sizeof(version), err) < 0)
                 return gh_err_wrap(err, "reading the driver version from %s%s", c->root_prefix, path);
         c->d->version = strdup(version);
         if (c->d->version == NULL)

@@ -5,7 +5,7 @@
  * the firmware and the service sockets.  Paths in the result are absolute paths INSIDE the root,
  * after every symlink was resolved (inside the root); prefix them with the root to get host paths.
  *
- * What is taken (REFERENCE §3):
+ * What is taken (docs/architecture.md#what-a-container-gets):
  *   libraries  cache entries named `<stem>.so` or `<stem>.so.*` for a stem of the capability table,
  *              x86-64 (and i386 with GH_CAP_COMPAT32), whose real file is named `*.so.<version>` and
  *              is an ELF shared object of that machine with a SONAME (non-GLVND libGL/libEGL/libGLES
@@ -29,9 +29,6 @@
 #define GH_DRIVER_DEFAULT_LDCACHE "/etc/ld.so.cache"
 #define GH_DRIVER_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define GH_DRIVER_DEFAULT_MPS_PIPE_DIR "/tmp/nvidia-mps"
-
-/* Error code (gpuhook_error.code) when the root has no NVIDIA driver (no proc/driver/nvidia/version). */
-#define GH_DRIVER_ENODRIVER ENODEV
 
 struct gh_driver_opts {
         unsigned caps;            /* GH_CAP_* wanted (implications applied here); compat32 adds i386 */
@@ -62,7 +59,7 @@ struct gh_driver {
 };
 
 /* Discovers the driver under rootfd (O_PATH|O_DIRECTORY, see gh_rootfs_open).  A root without
- * proc/driver/nvidia/version is an error with code GH_DRIVER_ENODRIVER. */
+ * proc/driver/nvidia/version is an error of kind GH_ERR_NO_DRIVER. */
 int gh_driver_discover(int rootfd, const struct gh_driver_opts *opts, struct gh_driver **out, gh_error_t *err);
 void gh_driver_free(struct gh_driver *driver);
 

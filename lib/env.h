@@ -1,5 +1,5 @@
 /* The container's environment (process.env) turned into a decision: is this a GPU container, which
- * devices, capabilities, requirements, MIG and IMEX requests.  REFERENCE §2 is the contract; every
+ * devices, capabilities, requirements, MIG and IMEX requests.  docs/environment.md is the contract; every
  * rule is applied here so that the hook's front end and its dry run cannot disagree.
  *
  * Nothing here touches the driver: devices are requested items (gh_select_parse), not resolved
@@ -56,7 +56,7 @@ struct gh_env_decision {
  * accept-mps-group-envvar (images choose their environment; orchestrators set annotations). */
 #define GH_ENV_MPS_GROUP "GPU_HOOK_MPS_GROUP"
 
-/* Applies REFERENCE §2 to spec's environment under cfg's policy.  A non-GPU container is not an
+/* Applies docs/environment.md to spec's environment under cfg's policy.  A non-GPU container is not an
  * error: d->gpu_container is false and nothing else is filled. */
 int gh_env_decide(const struct gh_oci_spec *spec, const struct gh_config *cfg, struct gh_env_decision *d,
                   gh_error_t *err);

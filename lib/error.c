@@ -71,6 +71,7 @@ int gh_err(gh_error_t *err, int errnum, const char *fmt, ...)
                 return -1;
         }
         (*err)->code = errnum > 0 ? errnum : 0;
+        (*err)->kind = errnum > 0 ? GH_ERR_SYSTEM : GH_ERR_FAILURE;
         (*err)->msg = msg != NULL ? one_line(msg) : strdup("out of memory");
         return -1;
 }
@@ -100,6 +101,48 @@ int gh_err_code(gh_error_t *err, int code)
         if (err != NULL && *err != NULL)
                 (*err)->code = code;
         return -1;
+}
+
+int gh_err_kind(gh_error_t *err, enum gpuhook_error_kind kind)
+{
+        if (err != NULL && *err != NULL)
+                (*err)->kind = kind;
+        return -1;
+}
+
+enum gpuhook_error_kind gh_error_kind(const struct gpuhook_error *err)
+{
+        return err ? err->kind : GH_ERR_FAILURE;
+}
+
+/* The one kind -> exit status table. */
+static const struct {
+        enum gpuhook_error_kind kind;
+        int status;
+} exit_status[] = {
+        { GH_ERR_FAILURE, 1 }, { GH_ERR_SYSTEM, 1 }, { GH_ERR_USAGE, 2 }, { GH_ERR_NO_DRIVER, 3 },
+        { GH_ERR_REQUIREMENT, 4 },
+};
+
+int gh_error_exit_status(const struct gpuhook_error *err)
+{
+        for (size_t i = 0; err != NULL && i < sizeof(exit_status) / sizeof(exit_status[0]); i++)
+                if (exit_status[i].kind == err->kind)
+                        return exit_status[i].status;
+        return 1;
+}
+
+enum gpuhook_error_kind gh_error_kind_of_status(int status)
+{
+        for (size_t i = 0; i < sizeof(exit_status) / sizeof(exit_status[0]); i++)
+                if (exit_status[i].status == status && exit_status[i].kind != GH_ERR_SYSTEM)
+                        return exit_status[i].kind;
+        return GH_ERR_FAILURE;
+}
+
+__attribute__((visibility("default"))) int gpuhook_error_exit_status(const struct gpuhook_error *err)
+{
+        return gh_error_exit_status(err);
 }
 
 void gh_error_free(gh_error_t *err)

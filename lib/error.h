@@ -2,7 +2,10 @@
  *
  * Functions that can fail take `gh_error_t *err` last and return a negative value after filling it.
  * Callers add context on the way up with gh_err_wrap(); only main() prints the message and picks
- * the exit code.  An error owns its message; free it with gh_error_free() or _cleanup_error_. */
+ * the exit status, from the error's kind (gh_error_exit_status: one table for every command).
+ * gh_err() makes a SYSTEM error when given an errno, else a FAILURE; the few places that know
+ * better set the kind (gh_err_kind): usage errors, "no driver", "requirement not met".  The errno
+ * (code) never stands for a kind.  An error owns its message; free it with gh_error_free() or _cleanup_error_. */
 #ifndef GH_ERROR_H
 #define GH_ERROR_H
 
@@ -18,8 +21,25 @@ int gh_err(gh_error_t *err, int errnum, const char *fmt, ...) __attribute__((for
 /* Prefixes the existing error with context: "context: old message".  Returns -1. */
 int gh_err_wrap(gh_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Sets the error's code (used by front ends to choose an exit status). Returns -1. */
+/* Sets the error's errno value (for callers that test it, e.g. ENOENT). Returns -1. */
 int gh_err_code(gh_error_t *err, int code);
+
+#define GH_ERR_FAILURE GPUHOOK_ERR_FAILURE
+#define GH_ERR_SYSTEM GPUHOOK_ERR_SYSTEM
+#define GH_ERR_USAGE GPUHOOK_ERR_USAGE
+#define GH_ERR_NO_DRIVER GPUHOOK_ERR_NO_DRIVER
+#define GH_ERR_REQUIREMENT GPUHOOK_ERR_REQUIREMENT
+
+/* Sets the error's kind.  Returns -1. */
+int gh_err_kind(gh_error_t *err, enum gpuhook_error_kind kind);
+
+/* The kind, GH_ERR_FAILURE for NULL. */
+enum gpuhook_error_kind gh_error_kind(const struct gpuhook_error *err);
+
+/* The exit status for an error (see gpuhook_error_exit_status), and back: the kind an exit status
+ * stands for (a child's status read by its parent). */
+int gh_error_exit_status(const struct gpuhook_error *err);
+enum gpuhook_error_kind gh_error_kind_of_status(int status);
 
 void gh_error_free(gh_error_t *err);
 

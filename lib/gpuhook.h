@@ -10,11 +10,23 @@ extern "C" {
 #endif
 
 /* Errors: functions return a negative value and fill *err; free it with gpuhook_error_free(). */
+enum gpuhook_error_kind {
+        GPUHOOK_ERR_FAILURE = 0,     /* the operation failed; the message says why */
+        GPUHOOK_ERR_SYSTEM = 1,      /* a system call failed; code is its errno */
+        GPUHOOK_ERR_USAGE = 2,       /* bad input from the caller: arguments, configuration, request */
+        GPUHOOK_ERR_NO_DRIVER = 3,   /* no NVIDIA driver under the driver root */
+        GPUHOOK_ERR_REQUIREMENT = 4, /* a requirement (cuda>=..., brand=...) does not hold */
+};
 struct gpuhook_error {
-        int code;  /* errno value when the cause was a system call, else 0 or an exit-code hint */
+        int code;  /* errno value when the cause was a system call, else 0 */
         char *msg; /* one line: what failed, on what, and what to do */
+        enum gpuhook_error_kind kind;
 };
 void gpuhook_error_free(struct gpuhook_error *err);
+
+/* The exit status gpu-cli and gpu-hook use for an error: 1 failure (and system), 2 usage, 3 no
+ * driver, 4 requirement not met; 1 for NULL. */
+int gpuhook_error_exit_status(const struct gpuhook_error *err);
 
 /* The library's version string, e.g. "0.1.0". */
 const char *gpuhook_version(void);
@@ -57,10 +69,8 @@ const char *gpuhook_cuda_version(const struct gpuhook_ctx *ctx);
 /* Injects the driver into a container, exactly as `gpu-cli configure` does (it is the same code),
  * in a forked child, so the caller keeps its capabilities and its mount namespace.  Needs root.  devices: an NVIDIA_VISIBLE_DEVICES-style list or NULL (no GPU node); capabilities: a
  * NVIDIA_DRIVER_CAPABILITIES-style list ("compute,utility", "all") or NULL (none: nodes only);
- * requirements: NULL-terminated expressions ("cuda>=12.0") or NULL.  Returns 0, or a negative value
- * and fills *err: GPUHOOK_ENODRIVER, GPUHOOK_EREQUIREMENT, or -1 for anything else. */
-#define GPUHOOK_ENODRIVER (-3)
-#define GPUHOOK_EREQUIREMENT (-4)
+ * requirements: NULL-terminated expressions ("cuda>=12.0") or NULL.  Returns 0, or -1 and fills
+ * *err, whose kind tells GPUHOOK_ERR_NO_DRIVER and GPUHOOK_ERR_REQUIREMENT from other failures. */
 enum {
         GPUHOOK_NO_CGROUPS = 1 << 0,  /* leave the device cgroup alone */
         GPUHOOK_NO_DEVBIND = 1 << 1,  /* mknod device nodes instead of bind-mounting them */

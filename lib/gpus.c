@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "driver.h"
 #include "gpus.h"
+#include "readfile.h"
 #include "log.h"
 #include "rootfs.h"
 #include "service.h"
@@ -23,34 +25,7 @@
 /* Reads a whole (small) file below the root into a NUL-terminated buffer. */
 static int read_in_root(int rootfd, const char *path, char **out, size_t *len, gh_error_t *err)
 {
-        _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *buf = NULL;
-        size_t used = 0;
-
-        fd = gh_resolve(rootfd, path, O_RDONLY, err);
-        if (fd < 0)
-                return -1;
-        buf = malloc(PROC_FILE_MAX + 1);
-        if (buf == NULL)
-                return gh_err(err, ENOMEM, "reading %s", path);
-        for (;;) {
-                ssize_t n = read(fd, buf + used, PROC_FILE_MAX + 1 - used);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return gh_err(err, errno, "reading %s", path);
-                if (n == 0)
-                        break;
-                used += (size_t) n;
-                if (used > PROC_FILE_MAX)
-                        return gh_err(err, EFBIG, "reading %s: larger than %d KiB, not a driver file", path,
-                                      PROC_FILE_MAX / 1024);
-        }
-        buf[used] = '\0';
-        *out = steal_pointer(&buf);
-        if (len != NULL)
-                *len = used;
-        return 0;
+        return gh_read_at(rootfd, path, PROC_FILE_MAX, false, out, len, err);
 }
 
 static void copy_trimmed(char *dst, size_t size, const char *s, size_t len)
@@ -141,58 +116,21 @@ int gh_gpus_parse_information(const char *text, size_t len, const char *what, st
 int gh_gpus_driver_version(int rootfd, char *buf, size_t size, gh_error_t *err)
 {
         _cleanup_free_ char *text = NULL;
-        char *line, *save = NULL;
 
         if (read_in_root(rootfd, PROC_NVIDIA "/version", &text, NULL, err) < 0) {
                 if ((*err)->code == ENOENT)
-                        return gh_err_wrap(err, "no NVIDIA driver under this root (is the nvidia module loaded?)");
+                        return gh_err_kind(err, GH_ERR_NO_DRIVER),
+                               gh_err_wrap(err, "no NVIDIA driver under this root (is the nvidia module loaded?)");
                 return -1;
         }
-        line = strtok_r(text, "\n", &save);
-        if (line != NULL && strncmp(line, "NVRM version:", 13) == 0) {
-                /* The version is the first blank-separated word made only of digits and dots. */
-                char *wsave = NULL;
-                for (char *w = strtok_r(line + 13, " \t", &wsave); w; w = strtok_r(NULL, " \t", &wsave)) {
-                        if (gh_version_is_dotted(w) && strlen(w) < size) {
-                                memcpy(buf, w, strlen(w) + 1);
-                                return 0;
-                        }
-                }
-        }
-        return gh_err(err, 0, PROC_NVIDIA "/version: no NVRM version line with a version number");
-}
-
-bool gh_version_is_dotted(const char *s)
-{
-        bool dot = false;
-
-        if (!isdigit((unsigned char) *s))
-                return false;
-        for (; *s; s++) {
-                if (*s == '.') {
-                        if (!isdigit((unsigned char) s[1]))
-                                return false;
-                        dot = true;
-                } else if (!isdigit((unsigned char) *s)) {
-                        return false;
-                }
-        }
-        return dot;
+        if (gh_driver_parse_version(text, strlen(text), buf, size, err) < 0)
+                return gh_err_wrap(err, PROC_NVIDIA "/version");
+        return 0;
 }
 
 static int by_busid(const void *a, const void *b)
 {
         return strcmp(((const struct gh_gpu *) a)->busid, ((const struct gh_gpu *) b)->busid);
-}
-
-void gh_gpu_list_free(struct gh_gpu_list *list)
-{
-        if (list == NULL)
-                return;
-        for (size_t i = 0; i < list->n; i++)
-                free(list->gpus[i].migs);
-        free(list->gpus);
-        memset(list, 0, sizeof(*list));
 }
 
 static void gh_gpus_number(struct gh_gpu_list *list)
@@ -344,10 +282,3 @@ int gh_gpus_load(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list
         return 0;
 }
 
-const struct gh_gpu *gh_gpu_by_index(const struct gh_gpu_list *list, unsigned index)
-{
-        for (size_t i = 0; i < list->n; i++)
-                if (list->gpus[i].index == index)
-                        return &list->gpus[i];
-        return NULL;
-}

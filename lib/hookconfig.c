@@ -10,6 +10,7 @@
 #include "hookconfig.h"
 #include "mps.h"
 #include "oci.h"
+#include "readfile.h"
 
 enum key_type { KEY_BOOL, KEY_STRING, KEY_PATH, KEY_OPT_STRING, KEY_OPT_PATH, KEY_LDCONFIG, KEY_NAMES, KEY_CAPS };
 

@@ -19,9 +19,12 @@
 #include "error.h"
 
 /* Entry flags (glibc's FLAG_*): the type in the low byte, the architecture in the next. */
+#define GH_LDCACHE_FLAG_LIBC4 0x0000     /* a.out */
 #define GH_LDCACHE_FLAG_ELF 0x0001       /* ELF, libc unknown: ldconfig's mark for a library without libc */
+#define GH_LDCACHE_FLAG_ELF_LIBC5 0x0002
 #define GH_LDCACHE_FLAG_ELF_LIBC6 0x0003
 #define GH_LDCACHE_FLAG_X8664_LIB64 0x0300
+#define GH_LDCACHE_FLAG_X8664_LIBX32 0x0800
 #define GH_LDCACHE_FLAGS_X86_64 (GH_LDCACHE_FLAG_ELF_LIBC6 | GH_LDCACHE_FLAG_X8664_LIB64)
 #define GH_LDCACHE_FLAGS_I386 GH_LDCACHE_FLAG_ELF_LIBC6 /* i386 ld.so also takes GH_LDCACHE_FLAG_ELF */
 
@@ -74,5 +77,14 @@ void gh_ldcache_set_free(struct gh_ldcache_set *set);
  * symlink at name is replaced, never followed). */
 int gh_ldcache_write(int dirfd, const char *name, const struct gh_ldcache_entry *entries, size_t n,
                      gh_error_t *err);
+
+struct gh_plan;
+
+/* The container's /etc/ld.so.cache after an injection (lib/ldcache-merge.c; rules in
+ * docs/ldcache.md): the image's own cache when it is usable, else the entries its ld.so.conf calls
+ * for (lib/ldscan.c); then the plan's libraries and their development links ("libcuda.so"), each
+ * replacing the image's entries of the same name and type.  Runs inside the container's mount
+ * namespace with GH_PHASE_LDCACHE; procfd: a procfs of our pid namespace (or AT_FDCWD). */
+int gh_ldcache_update(const struct gh_plan *plan, int rootfd, int procfd, gh_error_t *err);
 
 #endif

@@ -1,5 +1,5 @@
 /* `--ldconfig=@HOSTPATH`: run the HOST's ldconfig over a container rootfs, sandboxed
- * (SECURITY rule 3).  The image's own ldconfig never runs.
+ * (docs/threat-model.md#rule-3).  The image's own ldconfig never runs.
  *
  *   1. gh_ldconfig_open("@/sbin/ldconfig") in the host mount namespace: the binary is copied into a
  *      sealed memfd, so nothing the container does later can change or replace what runs.

@@ -22,7 +22,7 @@ enum {
         GH_MNT_NOEXEC = 1 << 3,
 };
 
-/* Flag sets of REFERENCE §3. */
+/* Flag sets of docs/architecture.md#what-a-container-gets (mount flags). */
 #define GH_MNT_FILE (GH_MNT_RDONLY | GH_MNT_NOSUID | GH_MNT_NODEV)
 #define GH_MNT_DEV (GH_MNT_RDONLY | GH_MNT_NOSUID | GH_MNT_NOEXEC)
 #define GH_MNT_IPC (GH_MNT_NOSUID | GH_MNT_NODEV | GH_MNT_NOEXEC)

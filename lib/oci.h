@@ -45,10 +45,6 @@ struct gh_oci_spec {
 /* The annotation by which an orchestrator (never an image) puts a container in an MPS group. */
 #define GH_OCI_ANNOTATION_MPS_GROUP "org.gpu-hook.mps-group"
 
-/* Reads at most `max` bytes from fd until EOF; more than that is an error naming `what`.  *buf is
- * NUL-terminated (the NUL is not counted in *len). */
-int gh_read_bounded(int fd, size_t max, char **buf, size_t *len, const char *what, gh_error_t *err);
-
 /* Parses a JSON document: checks UTF-8 and nesting depth first (so the message says which), then
  * loads it with jansson, rejecting duplicate keys.  `what` names the input in messages. */
 json_t *gh_json_parse(const char *buf, size_t len, const char *what, gh_error_t *err);

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "mps.h"
 #include "plan.h"
+#include "readfile.h"
 #include "require.h"
 #include "rootfs.h"
 #include "select.h"
@@ -136,28 +137,15 @@ int gh_plan_add_proc_gpu(struct gh_plan *plan, const char *busid, gh_error_t *er
 /* Reads a small file under the driver root; a missing one yields NULL and no error. */
 static int read_root_file(int rootfd, const char *path, char **out, size_t *len, gh_error_t *err)
 {
-        _cleanup_close_ int fd = -1;
         _cleanup_error_ gh_error_t e = NULL;
-        char buf[65536];
-        ssize_t n;
 
         *out = NULL;
         *len = 0;
-        fd = gh_open_regular(rootfd, path, AT_FDCWD, &e);
-        if (fd < 0 && e->code == ENOENT)
+        if (gh_read_at(rootfd, path, 65536, true, out, len, &e) == 0)
                 return 0;
-        if (fd < 0)
-                return gh_err(err, 0, "%s of the driver root: %s", path, e->msg);
-        n = read(fd, buf, sizeof(buf) - 1);
-        if (n < 0)
-                return gh_err(err, errno, "reading %s of the driver root", path);
-        *out = malloc((size_t) n + 1);
-        if (*out == NULL)
-                return gh_err(err, ENOMEM, "reading %s", path);
-        memcpy(*out, buf, (size_t) n);
-        (*out)[n] = '\0';
-        *len = (size_t) n;
-        return 0;
+        if (e->code == ENOENT)
+                return 0;
+        return gh_err(err, 0, "%s of the driver root: %s", path, e->msg);
 }
 
 int gh_plan_read_proc(struct gh_plan *plan, int driver_rootfd, gh_error_t *err)
@@ -205,7 +193,7 @@ int gh_layout_named(const char *name, struct gh_layout *out, gh_error_t *err)
         else if (strcmp(name, "lib64") == 0)
                 set_layout(out, "/usr/lib64", "/usr/lib32");
         else
-                return gh_err(err, 0, "unknown layout '%s': use debian or lib64", name);
+                return gh_err(err, 0, "unknown layout '%s': use debian or lib64", name), gh_err_kind(err, GH_ERR_USAGE);
         return 0;
 }
 
@@ -368,15 +356,18 @@ out:
 }
 
 /* Links users expect next to the SONAME links: the development links of libcuda and
- * libnvidia-opticalflow (what dlopen("libcuda.so") finds), and libGLX_indirect for GLVND. */
+ * libnvidia-opticalflow (what dlopen("libcuda.so") finds), and libGLX_indirect for GLVND.  A
+ * development link also gets its own ld cache entry, as ldconfig gives it (docs/ldcache.md);
+ * libGLX_indirect.so.0 does not (its target's SONAME is another name). */
 static int plan_extra_links(struct gh_plan *plan, const char *dir, const char *soname, const char *file,
-                            gh_error_t *err)
+                            bool compat32, gh_error_t *err)
 {
         char dst[PATH_MAX];
 
         if (strcmp(soname, "libcuda.so.1") == 0 || strcmp(soname, "libnvidia-opticalflow.so.1") == 0) {
                 snprintf(dst, sizeof(dst), "%s/%.*s", dir, (int) (strlen(soname) - 2), soname);
-                if (gh_plan_add_symlink(plan, dst, soname, true, err) < 0)
+                if (gh_plan_add_symlink(plan, dst, soname, true, err) < 0 ||
+                    gh_plan_add_library(plan, base_name(dst), dst, compat32, err) < 0)
                         return -1;
         }
         if (strncmp(soname, "libGLX_nvidia.so.", 17) == 0) {
@@ -408,7 +399,7 @@ static int plan_libraries(struct gh_plan *plan, const struct gh_driver *drv, gh_
                         snprintf(link, sizeof(link), "%s", dst);
                 }
                 if (gh_plan_add_library(plan, f->soname, link, f->compat32, err) < 0 ||
-                    plan_extra_links(plan, dir, f->soname, file, err) < 0)
+                    plan_extra_links(plan, dir, f->soname, file, f->compat32, err) < 0)
                         return -1;
         }
         return 0;
@@ -526,8 +517,12 @@ int gh_plan_for_root(const char *driver_root, const char *ldcache, const char *p
 
         memset(out, 0, sizeof(*out));
         droot = gh_rootfs_open(driver_root, err);
-        if (droot < 0)
+        if (droot < 0) {
+                /* A root that does not exist has no driver either. */
+                if ((*err)->code == ENOENT || (*err)->code == ENOTDIR)
+                        gh_err_kind(err, GH_ERR_NO_DRIVER);
                 return gh_err_wrap(err, "driver root");
+        }
         gh_plan_driver_opts(req, ldcache, path, &dopts);
         if (gh_driver_discover(droot, &dopts, &drv, err) < 0)
                 return -1;

@@ -117,7 +117,7 @@ void gh_plan_driver_opts(const struct gh_request *req, const char *ldcache, cons
                          struct gh_driver_opts *out);
 
 /* Builds the plan for req: resolves its devices against gpus, checks its requirements (an unmet
- * one fails with code GH_REQUIRE_UNMET), collects the device nodes under the driver root, places
+ * one fails with kind GH_ERR_REQUIREMENT), collects the device nodes under the driver root, places
  * the driver's files in layout and reads /proc/driver/nvidia for the mask.  *out is filled on
  * success and empty on failure. */
 int gh_plan_build(int driver_rootfd, const struct gh_driver *drv, const struct gh_gpu_list *gpus,
@@ -125,7 +125,7 @@ int gh_plan_build(int driver_rootfd, const struct gh_driver *drv, const struct g
                   gh_error_t *err);
 
 /* Everything above for a driver root given as a path (ldcache, path: see gh_plan_driver_opts).
- * Fails with code GH_DRIVER_ENODRIVER when the root has no driver. */
+ * Fails with kind GH_ERR_NO_DRIVER when the root has no driver (or does not exist). */
 int gh_plan_for_root(const char *driver_root, const char *ldcache, const char *path, const struct gh_request *req,
                      const struct gh_layout *layout, struct gh_plan *out, gh_error_t *err);
 

@@ -16,6 +16,9 @@
  * the default 8 MiB stack), so a request the hook accepted always starts. */
 #define ARGV_MAX_BYTES (1u << 20)
 
+/* Bad input in a request is the caller's to fix: a usage error. */
+#define invalid(err, ...) (gh_err(err, 0, __VA_ARGS__), gh_err_kind(err, GH_ERR_USAGE))
+
 void gh_request_init(struct gh_request *req)
 {
         memset(req, 0, sizeof(*req));
@@ -43,9 +46,9 @@ int gh_request_set_devices(struct gh_request *req, const char *list, gh_error_t 
         struct gh_select_request parsed = { 0 };
 
         if (strlen(list) > GH_REQUEST_MAX_TEXT)
-                return gh_err(err, 0, "--device: the list is longer than %d bytes", GH_REQUEST_MAX_TEXT);
+                return invalid(err, "--device: the list is longer than %d bytes", GH_REQUEST_MAX_TEXT);
         if (gh_select_parse(list, &parsed, err) < 0)
-                return gh_err_wrap(err, "--device");
+                return gh_err_kind(err, GH_ERR_USAGE), gh_err_wrap(err, "--device");
         gh_select_request_free(&req->devices);
         req->devices = parsed;
         return 0;
@@ -57,12 +60,12 @@ int gh_request_add_requirement(struct gh_request *req, const char *expr, gh_erro
         char **grown;
 
         if (req->nrequirements >= GH_REQUEST_MAX_REQUIREMENTS)
-                return gh_err(err, 0, "more than %d requirements; merge them into fewer expressions",
+                return invalid(err, "more than %d requirements; merge them into fewer expressions",
                               GH_REQUEST_MAX_REQUIREMENTS);
         if (strlen(expr) > GH_REQUEST_MAX_TEXT)
-                return gh_err(err, 0, "requirement longer than %d bytes", GH_REQUEST_MAX_TEXT);
+                return invalid(err, "requirement longer than %d bytes", GH_REQUEST_MAX_TEXT);
         if (gh_require_parse(expr, &parsed, err) < 0)
-                return -1;
+                return gh_err_kind(err, GH_ERR_USAGE);
         gh_require_free(parsed);
         grown = realloc(req->requirements, (req->nrequirements + 2) * sizeof(char *));
         if (grown == NULL)
@@ -80,12 +83,12 @@ int gh_request_add_imex_channel(struct gh_request *req, unsigned long ch, gh_err
         unsigned *grown;
 
         if (ch >= GH_IMEX_CHANNEL_LIMIT)
-                return gh_err(err, 0, "IMEX channel %lu is out of range (0 to %u)", ch, GH_IMEX_CHANNEL_LIMIT - 1);
+                return invalid(err, "IMEX channel %lu is out of range (0 to %u)", ch, GH_IMEX_CHANNEL_LIMIT - 1);
         for (size_t i = 0; i < req->nimex; i++)
                 if (req->imex[i] == ch)
                         return 0;
         if (req->nimex >= GH_REQUEST_MAX_IMEX_CHANNELS)
-                return gh_err(err, 0, "more than %d IMEX channels", GH_REQUEST_MAX_IMEX_CHANNELS);
+                return invalid(err, "more than %d IMEX channels", GH_REQUEST_MAX_IMEX_CHANNELS);
         grown = realloc(req->imex, (req->nimex + 1) * sizeof(*req->imex));
         if (grown == NULL)
                 return gh_err(err, ENOMEM, "reading the IMEX channels");
@@ -108,7 +111,7 @@ int gh_request_add_imex(struct gh_request *req, const char *channels, gh_error_t
                 errno = 0;
                 v = strtoul(t, &end, 10);
                 if (!isdigit((unsigned char) t[0]) || *end != '\0' || errno != 0 || v >= GH_IMEX_CHANNEL_LIMIT)
-                        return gh_err(err, 0, "invalid IMEX channel '%.64s': channel numbers are 0 to %u", t,
+                        return invalid(err, "invalid IMEX channel '%.64s': channel numbers are 0 to %u", t,
                                       GH_IMEX_CHANNEL_LIMIT - 1);
                 if (gh_request_add_imex_channel(req, v, err) < 0)
                         return -1;
@@ -118,7 +121,7 @@ int gh_request_add_imex(struct gh_request *req, const char *channels, gh_error_t
 
 int gh_request_set_user(struct gh_request *req, const char *spec, gh_error_t *err)
 {
-        return gh_service_parse_user(spec, &req->uid, &req->gid, err);
+        return gh_service_parse_user(spec, &req->uid, &req->gid, err) < 0 ? gh_err_kind(err, GH_ERR_USAGE) : 0;
 }
 
 int gh_request_set_ldconfig(struct gh_request *req, const char *spec, gh_error_t *err)
@@ -128,7 +131,7 @@ int gh_request_set_ldconfig(struct gh_request *req, const char *spec, gh_error_t
         /* nvidia-container-cli accepted a path in the image; running the image's ldconfig as root
          * would run the image's code, so only a host path, written @/path, is taken. */
         if (spec[0] != '@' || spec[1] != '/')
-                return gh_err(err, 0, "--ldconfig=%s: only a host ldconfig written as @/path is accepted (the image's ldconfig is never run)",
+                return invalid(err, "--ldconfig=%s: only a host ldconfig written as @/path is accepted (the image's ldconfig is never run)",
                               spec);
         copy = strdup(spec);
         if (copy == NULL)
@@ -199,7 +202,7 @@ int gh_request_option(struct gh_request *req, int opt, const char *arg, gh_error
         case GH_REQUEST_OPT_MIG_CONFIG:
         case GH_REQUEST_OPT_MIG_MONITOR:
                 if (strcmp(arg, "all") != 0)
-                        return gh_err(err, 0, "--%s=%s: only 'all' is supported",
+                        return invalid(err, "--%s=%s: only 'all' is supported",
                                       opt == GH_REQUEST_OPT_MIG_CONFIG ? "mig-config" : "mig-monitor", arg);
                 if (opt == GH_REQUEST_OPT_MIG_CONFIG)
                         req->mig_config = true;
@@ -219,7 +222,7 @@ int gh_request_option(struct gh_request *req, int opt, const char *arg, gh_error
         case GH_REQUEST_OPT_NO_GSP: req->no_gsp_firmware = true; return 0;
         case GH_REQUEST_OPT_MPS_PIPE_DIR:
                 if (arg[0] != '/')
-                        return gh_err(err, 0, "--mps-pipe-dir=%s: must be an absolute path", arg);
+                        return invalid(err, "--mps-pipe-dir=%s: must be an absolute path", arg);
                 free(req->mps_pipe_dir);
                 req->mps_pipe_dir = strdup(arg);
                 return req->mps_pipe_dir ? 0 : gh_err(err, ENOMEM, "reading --mps-pipe-dir");
@@ -236,7 +239,7 @@ int gh_request_option(struct gh_request *req, int opt, const char *arg, gh_error
                 req->mps_dir = strdup(arg);
                 return req->mps_dir ? 0 : gh_err(err, ENOMEM, "reading --mps-dir");
         default:
-                return gh_err(err, 0, "unknown request option %d", opt);
+                return invalid(err, "unknown request option %d", opt);
         }
 }
 
@@ -245,12 +248,40 @@ static bool is_request_opt(int c)
         return c == 'd' || c == 'R' || (c >= GH_REQUEST_OPT_FIRST && c < GH_REQUEST_OPT_LAST);
 }
 
+/* Returns the index of the first operand, 0 when the command's option asked to stop, or -1. */
+static int parse_args(struct gh_request *req, int argc, char **argv, const struct gh_request_cli *cli,
+                      const struct option *table, gh_error_t *err)
+{
+        int c, r;
+
+        optind = 0;
+        opterr = 0; /* our messages, one line each */
+        while ((c = getopt_long(argc, argv, cli->shortopts, table, NULL)) != -1) {
+                if (c == '?' || c == ':') {
+                        if (optopt != 0 && optopt < 0x100 && isprint(optopt))
+                                return invalid(err, "option -%c %s; see '%s --help'", optopt,
+                                              c == ':' ? "needs a value" : "is not known", argv[0]);
+                        return invalid(err, "option '%s' is not known or needs a value; see '%s --help'",
+                                      argv[optind - 1], argv[0]);
+                }
+                if (is_request_opt(c)) {
+                        if (gh_request_option(req, c, optarg, err) < 0)
+                                return -1;
+                        continue;
+                }
+                r = cli->option ? cli->option(c, optarg, req, cli->data, err) : invalid(err, "unknown option");
+                if (r != 0)
+                        return r < 0 ? -1 : 0;
+        }
+        return optind;
+}
+
 int gh_request_parse_args(struct gh_request *req, int argc, char **argv, const struct gh_request_cli *cli,
                           gh_error_t *err)
 {
         size_t nextra = 0, n = GH_ARRAY_SIZE(request_options);
         _cleanup_free_ struct option *table = NULL;
-        int c;
+        int r;
 
         while (cli->options && cli->options[nextra].name)
                 nextra++;
@@ -260,29 +291,8 @@ int gh_request_parse_args(struct gh_request *req, int argc, char **argv, const s
         memcpy(table, request_options, sizeof(request_options));
         if (nextra)
                 memcpy(table + n, cli->options, nextra * sizeof(*table));
-        optind = 0;
-        opterr = 0; /* our messages, one line each */
-        while ((c = getopt_long(argc, argv, cli->shortopts, table, NULL)) != -1) {
-                const char *opt = argv[optind - 1];
-                if (c == '?' || c == ':') {
-                        if (optopt != 0 && optopt < 0x100 && isprint(optopt))
-                                return gh_err(err, 0, "option -%c %s; see '%s --help'", optopt,
-                                              c == ':' ? "needs a value" : "is not known", argv[0]);
-                        return gh_err(err, 0, "option '%s' is not known or needs a value; see '%s --help'", opt,
-                                      argv[0]);
-                }
-                if (is_request_opt(c)) {
-                        if (gh_request_option(req, c, optarg, err) < 0)
-                                return -1;
-                        continue;
-                }
-                int r = cli->option ? cli->option(c, optarg, req, cli->data, err) : gh_err(err, 0, "unknown option");
-                if (r < 0)
-                        return -1;
-                if (r > 0)
-                        return 0;
-        }
-        return optind;
+        r = parse_args(req, argc, argv, cli, table, err);
+        return r < 0 ? gh_err_kind(err, GH_ERR_USAGE) : r;
 }
 
 int gh_argv_add(char ***argv, size_t *argc, gh_error_t *err, const char *fmt, ...)
@@ -361,6 +371,6 @@ int gh_request_to_argv(const struct gh_request *req, char ***argv, size_t *argc,
                 total += strlen((*argv)[i]) + 1 + sizeof(char *);
         if (total > ARGV_MAX_BYTES)
                 return gh_err(err, E2BIG, "the request is too large for one command line (%zu bytes, at most %u): ask for fewer devices or requirements",
-                              total, ARGV_MAX_BYTES);
+                              total, ARGV_MAX_BYTES), gh_err_kind(err, GH_ERR_USAGE);
         return 0;
 }

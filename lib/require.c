@@ -335,7 +335,7 @@ static int explain(const struct gh_require *req, const struct cond *c, const str
                        gpu ? gpu->index : 0, gpu ? gpu->model : "?", f->brand && f->brand[0] ? f->brand : "unknown");
                 break;
         }
-        return gh_err_code(err, GH_REQUIRE_UNMET);
+        return gh_err_kind(err, GH_ERR_REQUIREMENT);
 }
 
 int gh_require_check(const struct gh_require *req, const struct gh_gpu_list *list, const struct gh_selection *sel,

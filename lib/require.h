@@ -1,4 +1,4 @@
-/* Requirement expressions (NVIDIA_REQUIRE_*, configure --require; REFERENCE §2).
+/* Requirement expressions (NVIDIA_REQUIRE_*, configure --require; docs/environment.md#requirement-expressions).
  *
  * "cuda>=11.0 brand=tesla,driver>=470": blank-separated alternatives are OR, comma-separated
  * conditions inside one alternative are AND.  Keys cuda, driver, arch, brand (any case); operators
@@ -41,9 +41,8 @@ bool gh_require_eval(const struct gh_require *req, const struct gh_require_facts
 /* Checks one requirement on every selected GPU (a MIG device counts as its parent; sel may be NULL
  * or empty: then checked once with arch/brand passing).  A failing requirement is an error naming
  * the requirement, the failing condition and the GPU; a cuda condition also says to update the
- * driver.  The error code is set to GH_REQUIRE_UNMET so front ends can exit with their
- * "requirement not met" status. */
-#define GH_REQUIRE_UNMET 4
+ * driver.  The error's kind is GH_ERR_REQUIREMENT, so front ends exit with their "requirement not
+ * met" status. */
 int gh_require_check(const struct gh_require *req, const struct gh_gpu_list *list, const struct gh_selection *sel,
                      gh_error_t *err);
 

@@ -91,7 +91,7 @@ static int splice_symlink(char *buf, size_t size, const char *target, const char
         return 0;
 }
 
-/* The /proc/self/fd check of SECURITY.md: belt and braces for the fallback walk.  The kernel's own
+/* The /proc/self/fd check (docs/threat-model.md#rule-1): belt and braces for the fallback walk.  The kernel's own
  * idea of where the fd lives must be the root or below it. */
 static bool fd_is_below(int rootfd, int fd)
 {

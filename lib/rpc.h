@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "error.h"
-#include "gpus.h"
+#include "gpumodel.h"
 
 /* Server side.  Loads libnvidia-ml.so.1 by SONAME and initialises it; on failure writes a one-line
  * reason to errbuf and returns -1. */

@@ -34,45 +34,6 @@ static bool parse_index(const char *s, size_t len, unsigned *out)
         return true;
 }
 
-static bool hex_run(const char *s, size_t min, size_t max, unsigned long *v, const char **end)
-{
-        size_t n = 0;
-
-        *v = 0;
-        while (isxdigit((unsigned char) s[n]) && n < max) {
-                char c = (char) tolower((unsigned char) s[n]);
-                *v = *v * 16 + (unsigned long) (isdigit((unsigned char) c) ? c - '0' : c - 'a' + 10);
-                n++;
-        }
-        *end = s + n;
-        return n >= min;
-}
-
-int gh_busid_normalize(const char *in, char *out, size_t size)
-{
-        unsigned long domain = 0, bus, dev, fn;
-        const char *p = in, *colon2, *end;
-
-        /* Either DOMAIN:BUS:DEV.FN or BUS:DEV.FN; the domain has 1..8 hex digits. */
-        colon2 = strchr(in, ':') ? strchr(strchr(in, ':') + 1, ':') : NULL;
-        if (colon2 != NULL) {
-                if (!hex_run(p, 1, 8, &domain, &end) || *end != ':' || domain > 0xffff)
-                        return -1;
-                p = end + 1;
-        }
-        if (!hex_run(p, 1, 2, &bus, &end) || *end != ':')
-                return -1;
-        p = end + 1;
-        if (!hex_run(p, 1, 2, &dev, &end) || *end != '.' || dev > 0x1f)
-                return -1;
-        p = end + 1;
-        if (!hex_run(p, 1, 1, &fn, &end) || *end != '\0' || fn > 7)
-                return -1;
-        if ((size_t) snprintf(out, size, "%04lx:%02lx:%02lx.%lx", domain, bus, dev, fn) >= size)
-                return -1;
-        return 0;
-}
-
 static bool has_prefix_ci(const char *s, const char *prefix)
 {
         return strncasecmp(s, prefix, strlen(prefix)) == 0;

@@ -1,4 +1,4 @@
-/* Device selection: NVIDIA_VISIBLE_DEVICES / --device lists (REFERENCE §2).
+/* Device selection: NVIDIA_VISIBLE_DEVICES / --device lists (docs/environment.md).
  *
  * Two steps so that a dry run needs no driver: gh_select_parse() turns the text into requested
  * items, gh_select_resolve() matches them against the GPUs of a gh_gpu_list. */

@@ -10,7 +10,7 @@
 #include <sys/types.h>
 
 #include "error.h"
-#include "gpus.h"
+#include "gpumodel.h"
 
 /* Starts the service for the driver root, asks it for everything and stops it.  opts->uid/gid
  * (uid_t) -1 means the kernel's overflow uid/gid. */

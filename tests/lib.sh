@@ -30,7 +30,7 @@ BUSYBOX=${BUSYBOX:-$(command -v busybox 2>/dev/null || echo /bin/busybox)}
 # Seconds before a container run is killed: a hung hook must fail the test, not hang the suite.
 GH_RUN_TIMEOUT=${GH_RUN_TIMEOUT:-60}
 GH_PYTHON=${GH_PYTHON:-$(if [ -x /usr/bin/python3 ]; then echo /usr/bin/python3; else echo python3; fi)}
-# A fixed PATH for hooks: they must not depend on what the caller had (SECURITY.md rule 4).
+# A fixed PATH for hooks: they must not depend on what the caller had (docs/threat-model.md#rule-4).
 GH_HOOK_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 # ---------------------------------------------------------------------------------------------
@@ -503,7 +503,7 @@ run_runc() {
 }
 
 # crun cannot run on a cgroup v1/v2 hybrid host with the v2 hierarchy mounted ("cgroups in hybrid mode
-# not supported"): run it in a private mount namespace without that mount (TESTBED.md).
+# not supported"): run it in a private mount namespace without that mount (crun 1.8 on Debian 12).
 _gh_crun_ns() {
         mkdir -p "$T_CRUN_ROOT"
         unshare -m sh -c 'umount /sys/fs/cgroup/unified 2>/dev/null; exec "$@"' sh \
@@ -524,7 +524,7 @@ run_crun() {
         _gh_finish_run
 }
 
-# Podman with private storage under $T (TESTBED.md): never the host's images, networks or hooks.
+# Podman with private storage under $T: never the host's images, networks or hooks.
 _gh_podman_global=()
 _gh_podman_setup() {
         mkdir -p "$T_PODMAN"/{root,runroot,tmp,net,hooks}

@@ -1,4 +1,4 @@
-/* The bundle's config.json, then the whole REFERENCE §2 decision on its environment under two
+/* The bundle's config.json, then the whole docs/environment.md decision on its environment under two
  * policies (defaults, and every optional source switched on with the unprivileged gate closed).
  * Checks: a refusal says why; rootfs is absolute; a non-GPU decision carries nothing; the dry-run
  * object can always be built. */

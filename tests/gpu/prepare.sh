@@ -18,7 +18,7 @@
 # How binaries find lib/ (when they need it): an RPATH, not a wrapper script.  runc executes the hook's path from
 # config.json directly, so a wrapper would add a shell start to every measured container start, and
 # it would need LD_LIBRARY_PATH, which then leaks into everything the hook executes (gpu-hook must run
-# its children with a fixed environment, SECURITY.md rule 4).  It is DT_RPATH (--force-rpath), not
+# its children with a fixed environment, docs/threat-model.md#rule-4).  It is DT_RPATH (--force-rpath), not
 # DT_RUNPATH: RPATH also applies to indirect dependencies (libtirpc -> libgssapi_krb5 -> libkrb5...)
 # and wins over LD_LIBRARY_PATH.  gpu-cli and gpu-hook use $ORIGIN/../lib.  runc cannot: `runc init`
 # re-executes itself from a memfd copy (the CVE-2019-5736 fix), where $ORIGIN means nothing, so runc

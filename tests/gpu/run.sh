@@ -270,6 +270,7 @@ else
         t_is "$(printf '%s\n' "$OUT" | grep -c '^procgpu: ')" "$NGPU" "all: /proc/driver/nvidia/gpus has every GPU"
         t_match "$OUT" '^ldcache: libcuda\.so\.1 ' "all: ldconfig -p in the container lists libcuda.so.1"
         t_match "$OUT" '^ldcache: libnvidia-ml\.so\.1 ' "all: ldconfig -p in the container lists libnvidia-ml.so.1"
+        t_match "$OUT" '^ldcache: libcuda\.so /usr/lib' "all: the ld cache lists the development link libcuda.so (dlopen(\"libcuda.so\"))"
         t_not "all: the image's /sbin/ldconfig never ran" ldconfig_ran "$CASE_ROOTFS"
         unchanged all
 

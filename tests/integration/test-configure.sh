@@ -28,7 +28,7 @@ BUSIDS=($(ls "$DRV/proc/driver/nvidia/gpus" | sort))
 # What the container runs: one line per fact, parsed by the checks below.
 PROBE='
 echo "smi:$(nvidia-smi -L 2>&1 | tr "\n" "|")"
-echo "cache:$(check-ldconfig -p 2>&1 | grep -Eo "lib(cuda|nvidia-ml)\.so\.1 " | sort -u | tr -d " " | tr "\n" ",")"
+echo "cache:$(check-ldconfig -p 2>&1 | grep -Eo "lib(cuda|nvidia-ml)\.so(\.1)? " | sort -u | tr -d " " | tr "\n" ",")"
 echo "cuda:$(cuda-probe 2>&1 | head -n1)"
 echo "params:$(grep ModifyDeviceFiles /proc/driver/nvidia/params 2>&1)"
 echo "gpus:$(ls /proc/driver/nvidia/gpus 2>&1 | tr "\n" ",")"
@@ -77,6 +77,7 @@ check_basic() {
         t_is "$RUN_RC" 0 "$desc: container ran" || { t_diag "$RUN_STDERR"; t_diag_file "$T/cli.log"; }
         t_is "$(field smi | tr '|' '\n' | grep -c '^GPU ')" "$want" "$desc: nvidia-smi -L lists $want GPU(s)"
         t_match "$(field cache)" 'libcuda\.so\.1,.*libnvidia-ml\.so\.1' "$desc: the container's ld cache lists libcuda and libnvidia-ml"
+        t_match "$(field cache)" '(^|,)libcuda\.so,' "$desc: the ld cache lists the development link libcuda.so (dlopen(\"libcuda.so\") works)"
         t_match "$(field cuda)" "^CUDA OK: $want device" "$desc: CUDA initialises with $want device(s)"
         t_is "$(field params)" "ModifyDeviceFiles: 0" "$desc: /proc/driver/nvidia/params says ModifyDeviceFiles: 0"
         t_match "$(field open0)" 'No such device or address' "$desc: /dev/nvidia0 is allowed by the cgroup (ENXIO: no real driver)"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The fake NVIDIA driver (tests/fake-driver) is what every other test injects, so prove it first:
-# its ld.so.cache lists every driver library of shared/REFERENCE.md §3 (the list below is written
+# its ld.so.cache lists every driver library of docs/architecture.md#what-a-container-gets (the list below is written
 # from that table, not from the tool), the fake nvidia-smi reports exactly the profile's GPUs and
 # only those whose /dev/nvidiaN exists, NVML failure modes behave, and cuda-probe needs the nodes.
 . "${GH_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib.sh"
@@ -15,7 +15,7 @@ FAKE_DIR=${GH_BUILD_DIR:+$GH_BUILD_DIR/tests/fake-driver}
 CUDA_PROBE=${FAKE_DIR:-/nonexistent}/cuda-probe
 [ -x "$CUDA_PROBE" ] || t_fatal "no built fake driver (GH_BUILD_DIR=${GH_BUILD_DIR:-unset}); run it through meson test"
 
-# REFERENCE.md §3, every capability, with the SONAME each library carries (the soname number for
+# That table, every capability, with the SONAME each library carries (the soname number for
 # the public ones, the full version for the driver-internal ones).
 LIBS64="libnvidia-ml.so.1 libnvidia-cfg.so.1
 libcuda.so.1 libcudadebugger.so.1 libnvidia-opencl.so.1 libnvidia-gpucomp.so.$VER libnvidia-ptxjitcompiler.so.1

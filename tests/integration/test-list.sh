@@ -1,6 +1,6 @@
 #!/bin/bash
 # gpu-cli list on the fake driver, both layouts: exactly the driver's libraries (computed here from
-# `ldconfig -p`, the ELF headers and REFERENCE §3, not by the code under test), each real file once,
+# `ldconfig -p`, the ELF headers and the table of docs/architecture.md#what-a-container-gets, not by the code under test), each real file once,
 # the ELF programs and never a wrapper script or a decoy, firmware, sockets, device nodes, JSON.
 . "${GH_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib.sh"
 
@@ -12,7 +12,7 @@ MAKE_ROOT=$GH_SOURCE_DIR/tests/fake-driver/make-root.sh
 [ -n "${GH_BUILD_DIR:-}" ] && [ -d "$GH_BUILD_DIR/tests/fake-driver" ] ||
         t_fatal "no built fake driver (GH_BUILD_DIR=${GH_BUILD_DIR:-unset}); run it through meson test"
 
-# REFERENCE §3, every capability.
+# The table of docs/architecture.md#what-a-container-gets, every capability.
 STEMS="libnvidia-ml libnvidia-cfg libnvidia-nscq
 libcuda libcudadebugger libnvidia-opencl libnvidia-gpucomp libnvidia-ptxjitcompiler libnvidia-fatbinaryloader
 libnvidia-allocator libnvidia-compiler libnvidia-pkcs11 libnvidia-pkcs11-openssl3 libnvidia-nvvm

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Hostile images (SECURITY.md, attack classes): each case is a small image whose injection paths
+# Hostile images (docs/threat-model.md#attack-classes-the-tests-cover): each case is a small image whose injection paths
 # point out of the root (symlinks absolute, relative, through /proc magic links), hard links to host
 # files, a trap /sbin/ldconfig, CUDA compat files, a racing directory swap, shared volumes, mknod of
 # other GPUs.  Every container is configured by a createRuntime hook under runc running

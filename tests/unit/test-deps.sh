@@ -10,7 +10,7 @@ mkdir -p "$T/bin"
 cat >"$T/bin/dpkg-query" <<EOF
 #!/bin/sh
 for p; do :; done
-if grep -qx -- "\$p" "$T/installed"; then printf installed; exit 0; fi
+while read -r i; do [ "\$i" = "\$p" ] && printf installed && exit 0; done <"$T/installed"
 echo "dpkg-query: no packages found matching \$p" >&2
 exit 1
 EOF

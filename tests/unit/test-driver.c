@@ -304,7 +304,7 @@ static void test_discovery(void)
         /* No driver. */
         sh("mv '%s/proc/driver/nvidia/version' '%s/version.saved'", R, T);
         d = discover(NULL, &err);
-        ok(d == NULL && err && err->code == GH_DRIVER_ENODRIVER, "no proc/driver/nvidia/version: 'no driver' error");
+        ok(d == NULL && err && err->kind == GH_ERR_NO_DRIVER, "no proc/driver/nvidia/version: 'no driver' error");
         if (err)
                 tap_diag("%s", err->msg);
         gh_driver_free(d);

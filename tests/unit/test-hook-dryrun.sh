@@ -1,5 +1,5 @@
 #!/bin/bash
-# gpu-hook --dry-run, table-driven: every rule of REFERENCE §2 through the real binary (state on
+# gpu-hook --dry-run, table-driven: every rule of docs/environment.md through the real binary (state on
 # stdin, <bundle>/config.json, the hook's config file), then bad input of every kind.  Needs no root.
 . "${GH_SOURCE_DIR:?}/tests/lib.sh"
 

@@ -5,6 +5,7 @@
 
 #include "cleanup.h"
 #include "oci.h"
+#include "readfile.h"
 #include "tap.h"
 
 /* Reads `n` bytes of 'x' through a pipe with the given limit. */
