@@ -96,11 +96,11 @@ expected() {
                 I=*) I=${kv#I=} ;;
                 esac
         done
-        printf '{"gpu_container":true,"devices":%s,"capabilities":[%s],"requirements":%s,"mig_config":%s,"mig_monitor":%s,"imex_channels":%s' \
+        printf '{"gpu_container":true,"devices":%s,"capabilities":[%s],"requirements":%s,"mig_config":%s,"mig_monitor":%s,"imex_channels":%s,"mps_group":null' \
                 "$D" "$C" "$R" "$M" "$N" "$I"
 }
 
-NONGPU='{"gpu_container":false,"devices":[],"capabilities":[],"requirements":[],"mig_config":null,"mig_monitor":null,"imex_channels":[]'
+NONGPU='{"gpu_container":false,"devices":[],"capabilities":[],"requirements":[],"mig_config":null,"mig_monitor":null,"imex_channels":[],"mps_group":null'
 
 # check NAME FLAGS ENV WANT: WANT is "-" (not a GPU container), "!REGEX" (an error whose message
 # matches), or an expected() spec.
