@@ -25,6 +25,10 @@ struct cli_globals {
 int cmd_info(int argc, char **argv, const struct cli_globals *g);
 int cmd_list(int argc, char **argv, const struct cli_globals *g);
 int cmd_configure(int argc, char **argv, const struct cli_globals *g);
+int cmd_doctor(int argc, char **argv, const struct cli_globals *g);
+int cmd_ps(int argc, char **argv, const struct cli_globals *g);
+int cmd_top(int argc, char **argv, const struct cli_globals *g);
+int cmd_metrics(int argc, char **argv, const struct cli_globals *g);
 int cmd_mps(int argc, char **argv, const struct cli_globals *g);
 
 /* A request seeded from the global options (--user); gh_request_init()ed by the caller. */
@@ -35,7 +39,7 @@ int cli_request_init(struct gh_request *req, const struct cli_globals *g, gh_err
  * CLI_PLAN_ALL the document also has "layout", "proc", "cgroup" and "ldcache". */
 struct gh_plan;
 typedef struct json_t json_t;
-#define CLI_PLAN_ALL 0x3fu
+#define CLI_PLAN_ALL 0x7fu
 json_t *cli_plan_json(const struct gh_plan *plan, const char *root, unsigned sections);
 /* Prints the document (indented) on stdout and frees it; -1 when it could not be written. */
 int cli_print_json(json_t *doc);

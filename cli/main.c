@@ -19,6 +19,9 @@ static void usage(FILE *out)
                 "  info        show the driver and the GPUs (--csv, --json)\n"
                 "  list        list the host files a container would get\n"
                 "  configure   inject the driver into a container: configure --pid=PID [OPTIONS] ROOTFS\n"
+                "  ps          the processes using each GPU and their containers (top: refreshed)\n"
+                "  metrics     GPU and per-container usage in Prometheus text format (--listen to serve it)\n"
+                "  doctor      check the host, or one container (--pid, --container), for GPU problems\n"
                 "  mps         MPS groups with per-group limits: mps start|stop|list\n"
                 "\n"
                 "Global options:\n"
@@ -43,6 +46,10 @@ static const struct {
         { "list", cmd_list },
         { "configure", cmd_configure },
         { "mps", cmd_mps },
+        { "ps", cmd_ps },
+        { "top", cmd_top },
+        { "metrics", cmd_metrics },
+        { "doctor", cmd_doctor },
 };
 
 static int (*command_fn(const char *name))(int, char **, const struct cli_globals *)

@@ -10,6 +10,8 @@ GH_DEPS=(
         gcc-multilib libc6-dev-i386
         runc crun podman busybox-static bpftool
         python3 file util-linux time patchelf valgrind
+        libmicrohttpd-dev prometheus tmux
+        libvulkan-dev libegl-dev libgles-dev
 )
 
 # Packages of GH_DEPS that are not installed.  Safe under `set -euo pipefail`: dpkg-query exits 1

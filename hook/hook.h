@@ -12,12 +12,6 @@
 /* The only environment anything the hook runs gets (docs/threat-model.md#rule-4). */
 #define GH_HOOK_CHILD_PATH "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
 
-/* The request of a GPU container: the decision's devices, capabilities, requirements, MIG and IMEX
- * channels, and the configuration's cli.user, cli.ldconfig and cli.no_cgroups; nothing else.
- * Checked against the request's limits, so the dry run refuses what gpu-cli would.  On failure
- * *req still needs gh_request_free(). */
-int gh_hook_request(const struct gh_config *cfg, const struct gh_env_decision *d, struct gh_request *req,
-                    gh_error_t *err);
 
 /* Builds the `gpu-cli ... configure --pid=PID <request> ROOTFS` argv (NULL-terminated; free with
  * gh_strvfreep).  debug overrides cfg->cli.debug when not NULL. */

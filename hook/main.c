@@ -133,7 +133,7 @@ static int run(const struct options *o, struct gh_config *cfg, struct gh_hooklog
         log->decision = gh_env_decision_json(&d, spec.rootfs, state.pid);
         gh_hooklog_phase(log, "decide");
         /* The request gpu-cli gets, built (and checked against its limits) in a dry run too. */
-        if (d.gpu_container && gh_hook_request(cfg, &d, &req, err) < 0)
+        if (d.gpu_container && gh_env_request(cfg, &d, &req, err) < 0)
                 goto out;
 
         if (o->dry_run) {

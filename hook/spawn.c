@@ -20,50 +20,6 @@
 #include "hook.h"
 #include "mps.h"
 
-int gh_hook_request(const struct gh_config *cfg, const struct gh_env_decision *d, struct gh_request *req,
-                    gh_error_t *err)
-{
-        gh_request_init(req);
-        /* The decision's device items, copied as parsed (a lone "none" still gets the driver files). */
-        req->devices.unset = false;
-        req->devices.all = d->devices.all;
-        req->devices.none = d->devices.none;
-        if (d->devices.n > 0) {
-                req->devices.items = calloc(d->devices.n, sizeof(*req->devices.items));
-                if (req->devices.items == NULL)
-                        return gh_err(err, ENOMEM, "building the request");
-                for (size_t i = 0; i < d->devices.n; i++) {
-                        req->devices.items[i] = d->devices.items[i];
-                        req->devices.items[i].text = strdup(d->devices.items[i].text);
-                        req->devices.n++;
-                        if (req->devices.items[i].text == NULL)
-                                return gh_err(err, ENOMEM, "building the request");
-                }
-        }
-        req->caps = d->capabilities;
-        for (size_t i = 0; i < d->n_requirements; i++)
-                if (gh_request_add_requirement(req, d->requirements[i], err) < 0)
-                        return -1;
-        req->mig_config = d->mig_config;
-        req->mig_monitor = d->mig_monitor;
-        for (size_t i = 0; i < d->n_imex_channels; i++)
-                if (gh_request_add_imex_channel(req, d->imex_channels[i], err) < 0)
-                        return -1;
-        if (cfg->cli.user && gh_request_set_user(req, cfg->cli.user, err) < 0)
-                return gh_err_wrap(err, "\"cli.user\" in the gpu-hook configuration");
-        if (cfg->cli.ldconfig && gh_request_set_ldconfig(req, cfg->cli.ldconfig, err) < 0)
-                return gh_err_wrap(err, "\"cli.ldconfig\" in the gpu-hook configuration");
-        req->no_cgroups = cfg->cli.no_cgroups;
-        if (d->mps_group) {
-                req->mps_group = strdup(d->mps_group);
-                if (strcmp(cfg->mps.dir, GH_MPS_DEFAULT_DIR) != 0)
-                        req->mps_dir = strdup(cfg->mps.dir);
-                if (req->mps_group == NULL || (strcmp(cfg->mps.dir, GH_MPS_DEFAULT_DIR) != 0 && req->mps_dir == NULL))
-                        return gh_err(err, ENOMEM, "building the request");
-        }
-        return 0;
-}
-
 char **gh_hook_configure_argv(const struct gh_config *cfg, const struct gh_request *req, pid_t pid,
                               const char *rootfs, const char *debug, gh_error_t *err)
 {

@@ -62,6 +62,12 @@ int gh_env_decide(const struct gh_oci_spec *spec, const struct gh_config *cfg, s
                   gh_error_t *err);
 void gh_env_decision_free(struct gh_env_decision *d);
 
+/* The request a GPU container's decision makes (what gpu-hook passes to gpu-cli configure, and
+ * what gpu-cli doctor compares a running container against), under cfg's cli and mps settings. */
+struct gh_request;
+int gh_env_request(const struct gh_config *cfg, const struct gh_env_decision *d, struct gh_request *req,
+                   gh_error_t *err);
+
 /* The documented dry-run object: {"gpu_container", "devices", "capabilities", "requirements",
  * "mig_config", "mig_monitor", "imex_channels", "rootfs", "pid"}.  NULL on out of memory. */
 json_t *gh_env_decision_json(const struct gh_env_decision *d, const char *rootfs, pid_t pid);

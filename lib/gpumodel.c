@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "gpumodel.h"
+#include "usage.h"
 
 static bool hex_run(const char *s, size_t min, size_t max, unsigned long *v, const char **end)
 {
@@ -44,8 +45,10 @@ void gh_gpu_list_free(struct gh_gpu_list *list)
 {
         if (list == NULL)
                 return;
-        for (size_t i = 0; i < list->n; i++)
+        for (size_t i = 0; i < list->n; i++) {
                 free(list->gpus[i].migs);
+                gh_gpu_usage_free(list->gpus[i].usage);
+        }
         free(list->gpus);
         memset(list, 0, sizeof(*list));
 }

@@ -37,6 +37,7 @@ struct gh_gpu {
         bool mig_enabled;
         struct gh_mig *migs;
         size_t nmigs;
+        struct gh_gpu_usage *usage; /* with gh_gpus_opts.with_usage (usage.h); else NULL */
 };
 
 struct gh_gpu_list {
@@ -57,8 +58,9 @@ struct gh_gpus_opts {
         uid_t uid; /* identity of the driver service child; (uid_t) -1 = the overflow uid */
         gid_t gid; /* (gid_t) -1 = the overflow gid */
         int timeout_ms; /* per RPC; <= 0 = the default (5 s) */
+        bool with_usage; /* NVML only: also each GPU's utilisation, memory and processes */
 };
-#define GH_GPUS_OPTS_DEFAULT { .source = GH_GPUS_NVML, .uid = (uid_t) -1, .gid = (gid_t) -1, .timeout_ms = 0 }
+#define GH_GPUS_OPTS_DEFAULT { .source = GH_GPUS_NVML, .uid = (uid_t) -1, .gid = (gid_t) -1, .timeout_ms = 0, .with_usage = false }
 
 void gh_gpu_list_free(struct gh_gpu_list *list);
 #define _cleanup_gpu_list_ __attribute__((cleanup(gh_gpu_list_free)))

@@ -135,6 +135,55 @@ static void kill_session(pid_t sid)
         }
 }
 
+/* True when pid's environment holds `needle` exactly (one "K=V" entry). */
+static bool environ_has(pid_t pid, const char *needle)
+{
+        char path[64];
+        _cleanup_free_ char *buf = malloc(65536);
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/environ", (int) pid);
+        if (buf == NULL || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || (n = read(fd, buf, 65535)) <= 0)
+                return false;
+        buf[n] = '\0';
+        for (char *p = buf; p < buf + n; p += strlen(p) + 1)
+                if (strcmp(p, needle) == 0)
+                        return true;
+        return false;
+}
+
+#define MEMBERS_MAX 64
+struct member {
+        pid_t pid;
+        unsigned long long start;
+};
+
+/* The daemon's helpers: processes of its session, its children, and anything running with the
+ * group's pipe directory in its environment (MPS servers inherit the daemon's). */
+static size_t group_members(const char *group, pid_t daemon, struct member *m, size_t max)
+{
+        _cleanup_closedir_ DIR *d = opendir("/proc");
+        struct dirent *de;
+        char needle[PATH_MAX + 32];
+        size_t n = 0;
+
+        snprintf(needle, sizeof(needle), "CUDA_MPS_PIPE_DIRECTORY=%s/pipe", group);
+        while (d && n < max && (de = readdir(d)) != NULL) {
+                char *end;
+                long pid = strtol(de->d_name, &end, 10);
+                if (*end != '\0' || pid <= 0 || pid == getpid())
+                        continue;
+                if (getsid((pid_t) pid) == daemon || environ_has((pid_t) pid, needle)) {
+                        m[n].pid = (pid_t) pid;
+                        m[n].start = proc_starttime((pid_t) pid);
+                        if (m[n].start)
+                                n++;
+                }
+        }
+        return n;
+}
+
 /* The fixed environment of the daemon and its client: nothing inherited. */
 static void group_env(const char *group, const char *control, const char *uuid, char *buf[4], char **envp)
 {
@@ -668,6 +717,12 @@ int gh_mps_stop(const char *dir, const char *name, const char *control, int time
         if (g.alive) {
                 _cleanup_free_ char *out = NULL;
                 _cleanup_error_ gh_error_t e = NULL;
+                struct member members[MEMBERS_MAX];
+                char group[PATH_MAX];
+                size_t nm;
+
+                group_path(group, sizeof(group), dir, name, NULL);
+                nm = group_members(group, g.pid, members, MEMBERS_MAX);
                 if (control && gh_mps_control(dir, name, control, "quit\n", &out, &e) < 0)
                         gh_warn("%s", e->msg);
                 if (!wait_gone(g.pid, g.starttime, timeout_ms > 0 ? timeout_ms : 5000)) {
@@ -678,6 +733,14 @@ int gh_mps_stop(const char *dir, const char *name, const char *control, int time
                 if (now == g.starttime || now == 0) /* not if the pid was reused meanwhile */
                         kill_session(g.pid);
                 wait_gone(g.pid, g.starttime, 2000);
+                /* MPS servers wind down after the daemon: give them a moment, then SIGKILL */
+                for (size_t i = 0; i < nm; i++) {
+                        if (wait_gone(members[i].pid, members[i].start, 2000))
+                                continue;
+                        gh_warn("MPS group '%s': process %d did not exit; killing it", name, (int) members[i].pid);
+                        kill(members[i].pid, SIGKILL);
+                        wait_gone(members[i].pid, members[i].start, 1000);
+                }
         }
         return remove_group(dir, name, err);
 }

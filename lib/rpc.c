@@ -17,6 +17,7 @@
 #include "cleanup.h"
 #include "log.h"
 #include "rpc.h"
+#include "usage.h"
 
 /* rpcgen's output does not pass our warning flags; it is compiled here, once, with them relaxed. */
 #pragma GCC diagnostic push
@@ -135,6 +136,7 @@ int gh_rpc_nvml_load(char *errbuf, size_t size)
                 snprintf(errbuf, size, "NVML initialisation failed: %s", nvml.error_string(r));
                 return -1;
         }
+        gh_usage_bind(lib);
         return 0;
 }
 
@@ -275,6 +277,18 @@ bool_t gh_rpc_gpu_1_svc(u_int *index, gh_rpc_gpu_res *res, struct svc_req *req)
         return TRUE;
 }
 
+bool_t gh_rpc_usage_1_svc(u_int *index, gh_rpc_usage_res *res, struct svc_req *req)
+{
+        if (setup_error[0] != '\0') {
+                memset(res, 0, sizeof(*res));
+                res->status = 1;
+                res->gh_rpc_usage_res_u.error = strdup(setup_error);
+                return TRUE;
+        }
+        gh_usage_serve(*index, res);
+        return TRUE;
+}
+
 /* The server loop is written here rather than with libtirpc's svc_* layer: that layer drags in
  * RPCSEC_GSS (svc_auth_gss), and so the whole Kerberos stack, into every gpu-cli start, for a
  * protocol with two calls over a private socketpair.  Records and messages are still ONC RPC,
@@ -315,6 +329,7 @@ void gh_rpc_serve(int fd)
                 struct rpc_msg call, reply;
                 gh_rpc_driver_res dres;
                 gh_rpc_gpu_res gres;
+                gh_rpc_usage_res ures;
                 xdrproc_t result_proc = (xdrproc_t) (void (*)(void)) xdr_void;
                 void *result = NULL;
                 u_int index;
@@ -357,6 +372,15 @@ void gh_rpc_serve(int fd)
                                 gh_rpc_gpu_1_svc(&index, &gres, NULL);
                                 result_proc = (xdrproc_t) xdr_gh_rpc_gpu_res;
                                 result = &gres;
+                                break;
+                        case GH_RPC_USAGE:
+                                if (!xdr_u_int(&x, &index)) {
+                                        reply.acpted_rply.ar_stat = GARBAGE_ARGS;
+                                        break;
+                                }
+                                gh_rpc_usage_1_svc(&index, &ures, NULL);
+                                result_proc = (xdrproc_t) xdr_gh_rpc_usage_res;
+                                result = &ures;
                                 break;
                         default:
                                 reply.acpted_rply.ar_stat = PROC_UNAVAIL;
@@ -515,7 +539,28 @@ static int convert_gpu(const gh_rpc_gpu *r, unsigned index, struct gh_gpu *gpu, 
         return 0;
 }
 
-static int fetch(struct rpc_conn *clnt, int timeout_ms, struct gh_gpu_list *list, gh_error_t *err)
+static int fetch_usage(struct rpc_conn *clnt, unsigned i, struct gh_gpu *gpu, gh_error_t *err)
+{
+        gh_rpc_usage_res ures;
+        enum clnt_stat st;
+        char what[40];
+        int r;
+
+        memset(&ures, 0, sizeof(ures));
+        snprintf(what, sizeof(what), "the usage of GPU %u", i);
+        st = nvml_call(clnt, GH_RPC_USAGE, (xdrproc_t) xdr_u_int, &i, (xdrproc_t) xdr_gh_rpc_usage_res, &ures);
+        if (st != RPC_SUCCESS)
+                return call_failed(st, what, clnt->timeout_ms, err);
+        if (ures.status != 0)
+                r = gh_err(err, 0, "%s", clean_string(ures.gh_rpc_usage_res_u.error) ? ures.gh_rpc_usage_res_u.error
+                                                                                     : "NVML failed");
+        else
+                r = gh_usage_convert(&ures.gh_rpc_usage_res_u.usage, i, &gpu->usage, err);
+        xdr_free((xdrproc_t) xdr_gh_rpc_usage_res, (char *) &ures);
+        return r;
+}
+
+static int fetch(struct rpc_conn *clnt, int timeout_ms, bool with_usage, struct gh_gpu_list *list, gh_error_t *err)
 {
         gh_rpc_driver_res dres;
         enum clnt_stat st;
@@ -562,6 +607,8 @@ static int fetch(struct rpc_conn *clnt, int timeout_ms, struct gh_gpu_list *list
                         r = convert_gpu(&gres.gh_rpc_gpu_res_u.gpu, i, &list->gpus[list->n], err);
                 list->n++; /* counted even when partly filled, so gh_gpu_list_free frees its MIG array */
                 xdr_free((xdrproc_t) xdr_gh_rpc_gpu_res, (char *) &gres);
+                if (r == 0 && with_usage)
+                        r = fetch_usage(clnt, i, &list->gpus[list->n - 1], err);
                 if (r < 0)
                         return r;
         }
@@ -569,7 +616,7 @@ static int fetch(struct rpc_conn *clnt, int timeout_ms, struct gh_gpu_list *list
         return 0;
 }
 
-int gh_rpc_fetch(int fd, int timeout_ms, struct gh_gpu_list *list, gh_error_t *err)
+int gh_rpc_fetch(int fd, int timeout_ms, bool with_usage, struct gh_gpu_list *list, gh_error_t *err)
 {
         struct rpc_conn c = { .fd = fd };
         int r;
@@ -577,7 +624,7 @@ int gh_rpc_fetch(int fd, int timeout_ms, struct gh_gpu_list *list, gh_error_t *e
         memset(list, 0, sizeof(*list));
         c.timeout_ms = timeout_ms <= 0 ? DEFAULT_TIMEOUT_MS : timeout_ms;
         xdrrec_create(&c.x, 0, 0, (char *) &c, conn_read, conn_write);
-        r = fetch(&c, c.timeout_ms, list, err);
+        r = fetch(&c, c.timeout_ms, with_usage, list, err);
         xdr_destroy(&c.x); /* leaves fd open: the caller owns it */
         if (r < 0)
                 gh_gpu_list_free(list);

@@ -6,6 +6,7 @@
 #ifndef GH_RPC_H
 #define GH_RPC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "error.h"
@@ -25,7 +26,7 @@ void gh_rpc_serve(int fd);
 /* Client side.  Asks the service on fd for the driver and every GPU.  timeout_ms bounds each call.
  * Errors carry code ETIMEDOUT (no answer in time), EPIPE (the service went away) or 0 (the
  * service answered with an error). */
-int gh_rpc_fetch(int fd, int timeout_ms, struct gh_gpu_list *list, gh_error_t *err);
+int gh_rpc_fetch(int fd, int timeout_ms, bool with_usage, struct gh_gpu_list *list, gh_error_t *err);
 
 /* The NVML brand name ("Tesla", "GeForce", ...) of a brand enum value; "Unknown" when unknown. */
 const char *gh_nvml_brand_name(int brand);

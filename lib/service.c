@@ -212,7 +212,7 @@ int gh_service_query(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_
         /* A child that died before reading our request must give us EPIPE, not kill us with SIGPIPE. */
         struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe;
         sigaction(SIGPIPE, &ign, &old_pipe);
-        r = gh_rpc_fetch(ours, opts->timeout_ms, list, err);
+        r = gh_rpc_fetch(ours, opts->timeout_ms, opts->with_usage, list, err);
         sigaction(SIGPIPE, &old_pipe, NULL);
         close(TAKE_FD(ours)); /* EOF tells a healthy child to exit */
         stop_child(pid, r < 0, err);

@@ -18,25 +18,10 @@
 #include <unistd.h>
 
 #include "nvml-api.h"
+#include "nvml-fake.h"
 
 #define FAKE_CUDA_DEFAULT 13000
 #define FAKE_MAX_MIG 7
-
-struct fake_nvml_device {
-        struct fake_nvml_device *parent;        /* non-NULL for a MIG device */
-        unsigned int index, minor;
-        char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
-        char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
-        unsigned int domain, bus, dev, fn;
-        unsigned int pci_device_id, pci_subsystem_id;
-        nvmlBrandType_t brand;
-        int cc_major, cc_minor;
-        int mig_mode;                           /* -1 unsupported, 0 disabled, 1 enabled */
-        unsigned int gi, ci;
-        char profile[32];
-        unsigned int n_mig;
-        struct fake_nvml_device *mig;
-};
 
 static unsigned int init_count;
 static struct fake_nvml_device *devices;
@@ -44,13 +29,13 @@ static unsigned int n_devices;
 static char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
 static int cuda_version = FAKE_CUDA_DEFAULT;
 
-static const char *fake_root(void)
+const char *fake_root(void)
 {
         const char *r = getenv("FAKE_NVML_ROOT");
         return r && *r ? r : "/";
 }
 
-static void root_path(char *buf, size_t size, const char *rel)
+void root_path(char *buf, size_t size, const char *rel)
 {
         snprintf(buf, size, "%s/%s", fake_root(), rel);
 }
@@ -174,6 +159,8 @@ static void read_fake_nvml(struct fake_nvml_device *gpu, const char *dir, int fi
                                         strcmp(value, "unsupported") == 0 ? -1 : 0;
                 else if (strcmp(key, "mig_device") == 0)
                         add_mig(gpu, value);
+                else
+                        fake_usage_key(gpu, key, value);
         }
         fclose(f);
 }
@@ -216,6 +203,8 @@ static int read_gpu(struct fake_nvml_device *gpu, const char *dir)
         gpu->cc_major = 9;
         gpu->brand = NVML_BRAND_NVIDIA;
         gpu->pci_device_id = 0x233010de;
+        gpu->rdev = st.st_rdev;
+        fake_usage_defaults(gpu);
         read_fake_nvml(gpu, dir, n_devices == 0);
         for (unsigned int i = 0; i < gpu->n_mig; i++) {
                 struct fake_nvml_device *m = &gpu->mig[i];
@@ -380,8 +369,10 @@ static nvmlReturn_t copy_string(char *dst, unsigned int length, const char *src)
         return NVML_SUCCESS;
 }
 
-#define CHECK_INIT() do { if (init_count == 0) return NVML_ERROR_UNINITIALIZED; } while (0)
-#define CHECK_ARGS(dev, out) do { CHECK_INIT(); if (!(dev) || !(out)) return NVML_ERROR_INVALID_ARGUMENT; } while (0)
+int fake_initialised(void)
+{
+        return init_count > 0;
+}
 
 nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
 {

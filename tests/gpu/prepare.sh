@@ -2,7 +2,7 @@
 # Runs HERE (the CPU machine): builds the GPU-machine kit into .gpukit/ at the repo root.
 #
 #   bash tests/gpu/prepare.sh          then, through the device tool, with carry [".gpukit"]:
-#   bash tests/gpu/run.sh; bash tests/gpu/bench.sh
+#   bash tests/gpu/run.sh; bash tests/gpu/bench.sh; bash tests/gpu/run-doctor.sh (ps, metrics, doctor)
 #
 # The GPU machine (Ubuntu 24.04) has no -dev packages, no runc and no network, so the kit carries:
 #   bin/gpu-cli, bin/gpu-hook   release build of this tree
@@ -13,7 +13,11 @@
 #                               static_deps, on by default) and need only glibc; what remains is
 #                               runc's libseccomp.  With -Dstatic_deps=false the list grows to libelf,
 #                               libz, libtirpc, the krb5 libraries, libcap, libjansson.
+#   graphics/                   the graphics test programs (tests/gpu/graphics/*.c, built against
+#                               Debian's loader headers; they need only the loaders and glibc)
 #   tests/, bench/              the scripts, in case the tree there is older
+# tests/gpu/run-graphics.sh there also needs the loader .debs, carried separately as .gl/:
+# bash tests/gpu/graphics/fetch-debs.sh (here) writes them.
 #
 # How binaries find lib/ (when they need it): an RPATH, not a wrapper script.  runc executes the hook's path from
 # config.json directly, so a wrapper would add a shell start to every measured container start, and
@@ -93,6 +97,9 @@ done
 
 cp "$REPO/tests/lib.sh" "$KIT/tests/"
 cp "$here"/*.sh "$here"/*.cu "$KIT/tests/gpu/"
+cp -r "$here/graphics" "$KIT/tests/gpu/"
+bash "$here/graphics/build.sh" "$KIT/graphics" >/dev/null 2>&1 ||
+        echo "prepare: warning: the graphics test programs did not build (apt-get install libvulkan-dev libegl-dev libgles-dev)" >&2
 cp "$REPO/bench/common.sh" "$KIT/bench/"
 
 {
@@ -101,6 +108,7 @@ cp "$REPO/bench/common.sh" "$KIT/bench/"
                 git -C "$REPO" diff --quiet HEAD 2>/dev/null || echo ' (plus uncommitted changes)')"
         echo "gpu-cli: $("$KIT/bin/gpu-cli" --version)"
         echo "runc: $("$RUNC_SRC" --version | head -n 1)"
+        echo "graphics programs: $(ls "$KIT/graphics" 2>/dev/null | tr '\n' ' ')"
         echo "runc libraries: $RUNC_LIBDIR (filled by run.sh)"
 } >"$KIT/MANIFEST"
 

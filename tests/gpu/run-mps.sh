@@ -80,6 +80,6 @@ t_match "$(cat "$T/b.out")" "mps_alloc 1024 MiB: ok" "container b ran in the gro
 
 t_ok "mps stop g4" "${G[@]}" stop g4
 sleep 0.5
-t_is "$(pgrep -f 'nvidia-cuda-mps' | wc -l)" 0 "no MPS process is left"
+t_is "$(pgrep -f 'nvidia-cuda-mps' | wc -l)" 0 "no MPS process is left" || t_diag "$(pgrep -fa nvidia-cuda-mps; ps -eo pid,ppid,sid,stat,args | grep -i mps)"
 t_is "$(ls "$D")" "" "no group directory is left"
 t_done

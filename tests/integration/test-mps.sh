@@ -19,7 +19,12 @@ shm_before=$(ls /dev/shm | sort)
 
 # gone PID: exited (a zombie counts: PID 1 of a test sandbox may not reap)
 gone() { ! kill -0 "$1" 2>/dev/null || grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
-daemons() { pgrep -f "^nvidia-cuda-mps-control -f" | tr '\n' ' '; }
+daemons() { # ours only: other test runs may have daemons of their own
+        local p
+        for p in $(pgrep -f "^nvidia-cuda-mps-control -f"); do
+                tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q "^CUDA_MPS_PIPE_DIRECTORY=$D/" && printf '%s ' "$p"
+        done
+}
 # state KEY GROUP: a field of the group's state file
 state() { sed -n "s/^$1=//p" "$D/$2/group"; }
 

@@ -1,0 +1,204 @@
+/* gpu-cli doctor: "why is my container's GPU idle?"  Runs the host checks, or one container's,
+ * and prints each with its evidence, cause and fix (lib/doctor.c; docs/doctor.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "cli.h"
+#include "config.h"
+#include "container.h"
+#include "doctor.h"
+#include "hookconfig.h"
+#include "oci.h"
+#include "service.h"
+
+#define MAX_DIRS 16
+
+static void usage(FILE *out)
+{
+        fprintf(out,
+                "Usage: gpu-cli [GLOBAL OPTIONS] doctor [--json] [--pid=PID | --container=ID] [OPTIONS]\n"
+                "\n"
+                "Checks, in order, what a GPU container needs and says for each: ok, warn or fail, what it saw,\n"
+                "and otherwise the cause in one sentence and the fix.  Without --pid/--container the host is\n"
+                "checked: driver, device nodes, library vs kernel module version, NVML, persistenced, hooks.d,\n"
+                "Docker, CDI specs, cgroups and /dev/char links.  With one, that container: did it ask for a\n"
+                "GPU, its requirements, device nodes present and allowed by its device cgroup, libraries\n"
+                "mounted, its ld cache resolving libcuda.so.1 / libnvidia-ml.so.1, /proc/driver/nvidia masked.\n"
+                "\n"
+                "  --pid=PID             a process of the container (its environment says what it asked for)\n"
+                "  --container=ID        a container id or unique prefix, from the runc, crun, Docker or\n"
+                "                        containerd state directories (its bundle's config.json is read)\n"
+                "  --state-dir=DIR       another runtime state directory to search (runc --root)\n"
+                "  --config=FILE         gpu-hook's configuration (default " GPUHOOK_DEFAULT_CONFIG ")\n"
+                "  --hooks-dir=DIR       hooks.d directories to check (default the standard two; repeatable)\n"
+                "  --cdi-dir=DIR         CDI spec directories (default /etc/cdi, /var/run/cdi; repeatable)\n"
+                "  --cgroup-manager=systemd|cgroupfs  what manages the containers' cgroups (default: systemd\n"
+                "                        when /run/systemd/system exists)\n"
+                "  --json                one JSON object: {\"target\": \"host\"|{\"pid\": int, \"container\": string|null},\n"
+                "                        \"checks\": [{\"name\", \"status\": \"ok\"|\"warn\"|\"fail\", \"evidence\",\n"
+                "                        \"cause\": string|null, \"fix\": string|null}], \"failed\": bool}\n"
+                "\n"
+                "Exit status: 0 nothing failed (warnings allowed), 1 a check failed, 2 usage error.\n");
+}
+
+static int add_dir(const char **dirs, size_t *n, const char *arg, const char *opt)
+{
+        if (arg[0] != '/' || *n >= MAX_DIRS) {
+                fprintf(stderr, "gpu-cli: doctor: %s '%s' must be an absolute path (at most %d)\n", opt, arg, MAX_DIRS);
+                return -1;
+        }
+        dirs[(*n)++] = arg;
+        dirs[*n] = NULL;
+        return 0;
+}
+
+static void print_text(const struct gh_doctor *d)
+{
+        for (size_t i = 0; i < d->n; i++) {
+                const struct gh_check *c = &d->checks[i];
+                printf("%-5s %-16s %s\n", gh_check_status_name(c->status), c->name, c->evidence ? c->evidence : "");
+                if (c->cause)
+                        printf("      cause: %s\n", c->cause);
+                if (c->fix)
+                        printf("      fix:   %s\n", c->fix);
+        }
+}
+
+static json_t *str_or_null(const char *s)
+{
+        return s ? json_string(s) : json_null();
+}
+
+static int print_json(const struct gh_doctor *d, pid_t pid, const char *id)
+{
+        _cleanup_json_ json_t *root = json_object();
+        json_t *checks = json_array(), *target;
+        _cleanup_free_ char *text = NULL;
+
+        if (root == NULL || checks == NULL)
+                return -1;
+        if (pid > 0) {
+                target = json_object();
+                json_object_set_new(target, "pid", json_integer(pid));
+                json_object_set_new(target, "container", str_or_null(id));
+        } else {
+                target = json_string("host");
+        }
+        json_object_set_new(root, "target", target);
+        for (size_t i = 0; i < d->n; i++) {
+                json_t *o = json_object();
+                json_object_set_new(o, "name", json_string(d->checks[i].name));
+                json_object_set_new(o, "status", json_string(gh_check_status_name(d->checks[i].status)));
+                json_object_set_new(o, "evidence", str_or_null(d->checks[i].evidence));
+                json_object_set_new(o, "cause", str_or_null(d->checks[i].cause));
+                json_object_set_new(o, "fix", str_or_null(d->checks[i].fix));
+                json_array_append_new(checks, o);
+        }
+        json_object_set_new(root, "checks", checks);
+        json_object_set_new(root, "failed", json_boolean(gh_doctor_worst(d) == GH_CHECK_FAIL));
+        text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (text == NULL)
+                return -1;
+        puts(text);
+        return 0;
+}
+
+int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
+{
+        static const struct option opts[] = {
+                { "json", no_argument, NULL, 'j' },           { "pid", required_argument, NULL, 'p' },
+                { "container", required_argument, NULL, 'c' }, { "state-dir", required_argument, NULL, 'S' },
+                { "config", required_argument, NULL, 'f' },    { "hooks-dir", required_argument, NULL, 'H' },
+                { "cdi-dir", required_argument, NULL, 'D' },   { "cgroup-manager", required_argument, NULL, 'm' },
+                { "help", no_argument, NULL, 'h' },            { NULL, 0, NULL, 0 },
+        };
+        const char *hooks[MAX_DIRS + 1] = { NULL }, *cdi[MAX_DIRS + 1] = { NULL }, *state[MAX_DIRS + 1] = { NULL };
+        size_t nhooks = 0, ncdi = 0, nstate = 0;
+        struct gh_doctor_opts o = { .root = g->root, .ldcache = g->ldcache, .uid = (uid_t) -1, .gid = (gid_t) -1 };
+        struct gh_container_ref ref = { 0 };
+        _cleanup_error_ gh_error_t err = NULL;
+        const char *config = GPUHOOK_DEFAULT_CONFIG, *id = NULL;
+        struct gh_config cfg;
+        struct gh_doctor d;
+        bool json = false;
+        pid_t pid = 0;
+        int c;
+
+        while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+                char *end;
+                long v;
+                switch (c) {
+                case 'j': json = true; break;
+                case 'p':
+                        v = strtol(optarg, &end, 10);
+                        if (*optarg == '\0' || *end != '\0' || v < 1 || v > (1L << 22)) {
+                                fprintf(stderr, "gpu-cli: doctor: --pid '%s' is not a process id\n", optarg);
+                                return CLI_EXIT_USAGE;
+                        }
+                        pid = (pid_t) v;
+                        break;
+                case 'c': id = optarg; break;
+                case 'S': if (add_dir(state, &nstate, optarg, "--state-dir") < 0) return CLI_EXIT_USAGE; break;
+                case 'H': if (add_dir(hooks, &nhooks, optarg, "--hooks-dir") < 0) return CLI_EXIT_USAGE; break;
+                case 'D': if (add_dir(cdi, &ncdi, optarg, "--cdi-dir") < 0) return CLI_EXIT_USAGE; break;
+                case 'f': config = optarg; break;
+                case 'm':
+                        if (strcmp(optarg, "systemd") == 0)
+                                o.manager = GH_MANAGER_SYSTEMD;
+                        else if (strcmp(optarg, "cgroupfs") == 0)
+                                o.manager = GH_MANAGER_CGROUPFS;
+                        else {
+                                fprintf(stderr, "gpu-cli: doctor: --cgroup-manager '%s' must be systemd or cgroupfs\n", optarg);
+                                return CLI_EXIT_USAGE;
+                        }
+                        break;
+                case 'h': usage(stdout); return CLI_EXIT_OK;
+                default: usage(stderr); return CLI_EXIT_USAGE;
+                }
+        }
+        if (optind < argc || (pid > 0 && id != NULL)) {
+                fprintf(stderr, "gpu-cli: doctor: %s; see 'gpu-cli doctor --help'\n",
+                        optind < argc ? "unexpected argument" : "give --pid or --container, not both");
+                return CLI_EXIT_USAGE;
+        }
+        if (g->user != NULL && gh_service_parse_user(g->user, &o.uid, &o.gid, &err) < 0) {
+                fprintf(stderr, "gpu-cli: %s\n", err->msg);
+                return CLI_EXIT_USAGE;
+        }
+        if (gh_config_init(&cfg, &err) < 0 || gh_config_load(&cfg, config, &err) < 0) {
+                fprintf(stderr, "gpu-cli: doctor: %s; fix it or pass --config\n", err->msg);
+                gh_config_free(&cfg);
+                return CLI_EXIT_USAGE;
+        }
+        o.config = &cfg;
+        o.hooks_dirs = nhooks ? hooks : NULL;
+        o.cdi_dirs = ncdi ? cdi : NULL;
+        if (id != NULL) {
+                if (gh_container_find(id, state, &ref, &err) < 0) {
+                        fprintf(stderr, "gpu-cli: doctor: %s\n", err->msg);
+                        gh_config_free(&cfg);
+                        return CLI_EXIT_FAILURE;
+                }
+                pid = ref.pid;
+                id = ref.id;
+        }
+        if (pid > 0)
+                gh_doctor_container(&o, pid, ref.bundle[0] ? ref.bundle : NULL, &d);
+        else
+                gh_doctor_host(&o, &d);
+        if (json ? print_json(&d, pid, id) < 0 : (print_text(&d), false))
+                fprintf(stderr, "gpu-cli: doctor: out of memory writing JSON\n");
+        enum gh_check_status worst = gh_doctor_worst(&d);
+        gh_doctor_free(&d);
+        gh_config_free(&cfg);
+        if (fflush(stdout) != 0) {
+                fprintf(stderr, "gpu-cli: doctor: writing the output: %m\n");
+                return CLI_EXIT_FAILURE;
+        }
+        return worst == GH_CHECK_FAIL ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+}

@@ -1,0 +1,403 @@
+/* gpu-cli doctor's host checks: driver, device nodes, library versions, NVML, persistenced, how the
+ * engines are wired (hooks.d, Docker, CDI), cgroups and /dev/char.  The container checks are in
+ * doctor-container.c. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "doctor-internal.h"
+#include "driver.h"
+#include "gpus.h"
+#include "ldcache.h"
+#include "oci.h"
+#include "readfile.h"
+#include "rootfs.h"
+
+#define NVIDIA_MAJOR 195
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+
+const char *gh_check_status_name(enum gh_check_status s)
+{
+        return s == GH_CHECK_OK ? "ok" : s == GH_CHECK_WARN ? "warn" : "fail";
+}
+
+void gh_doctor_add(struct gh_doctor *d, const char *name, enum gh_check_status st, const char *cause, const char *fix,
+                   const char *fmt, ...)
+{
+        struct gh_check *grown = realloc(d->checks, (d->n + 1) * sizeof(*grown));
+        va_list ap;
+        char *ev = NULL;
+
+        if (grown == NULL)
+                return;
+        d->checks = grown;
+        va_start(ap, fmt);
+        if (vasprintf(&ev, fmt, ap) < 0)
+                ev = NULL;
+        va_end(ap);
+        d->checks[d->n++] = (struct gh_check) {
+                .name = strdup(name), .status = st, .evidence = ev,
+                .cause = st == GH_CHECK_OK || cause == NULL ? NULL : strdup(cause),
+                .fix = st == GH_CHECK_OK || fix == NULL ? NULL : strdup(fix),
+        };
+}
+
+enum gh_check_status gh_doctor_worst(const struct gh_doctor *d)
+{
+        enum gh_check_status w = GH_CHECK_OK;
+        for (size_t i = 0; i < d->n; i++)
+                if (d->checks[i].status > w)
+                        w = d->checks[i].status;
+        return w;
+}
+
+void gh_doctor_free(struct gh_doctor *d)
+{
+        for (size_t i = 0; i < d->n; i++) {
+                free(d->checks[i].name);
+                free(d->checks[i].evidence);
+                free(d->checks[i].cause);
+                free(d->checks[i].fix);
+        }
+        free(d->checks);
+        memset(d, 0, sizeof(*d));
+}
+
+/* The real file name behind the first 64-bit entry for soname in the root's ld cache. */
+int gh_doctor_cache_lookup(int rootfd, const char *cache_path, const char *soname, char *path, size_t psize,
+                           char *file, size_t fsize, gh_error_t *err)
+{
+        _cleanup_close_ int fd = gh_open_regular(rootfd, cache_path, AT_FDCWD, err);
+        struct gh_ldcache *cache = NULL;
+        int r = 0;
+
+        if (fd < 0 || gh_ldcache_open(fd, cache_path, &cache, err) < 0)
+                return -1;
+        path[0] = '\0';
+        for (size_t i = 0; i < cache->n; i++) {
+                const struct gh_ldcache_entry *e = &cache->entries[i];
+                if (strcmp(e->key, soname) == 0 && (e->flags & 0xff00) == (GH_LDCACHE_FLAGS_X86_64 & 0xff00)) {
+                        snprintf(path, psize, "%s", e->value);
+                        break;
+                }
+        }
+        gh_ldcache_close(cache);
+        if (path[0] == '\0')
+                return gh_err(err, ENOENT, "%s is not in %s", soname, cache_path);
+        _cleanup_close_ int lib = gh_resolve(rootfd, path, O_PATH, err);
+        _cleanup_free_ char *real = lib >= 0 ? gh_fd_path(lib) : NULL;
+        if (lib < 0)
+                return gh_err_wrap(err, "%s (from %s)", soname, cache_path);
+        snprintf(file, fsize, "%s", real && strrchr(real, '/') ? strrchr(real, '/') + 1 : path);
+        return r;
+}
+
+/* A node under the root is c MAJOR:MINOR; -1 with a reason when not. */
+static int check_node(int rootfd, const char *rel, unsigned major_, unsigned minor_, char *why, size_t size)
+{
+        struct stat st;
+
+        if (fstatat(rootfd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return snprintf(why, size, "/%s is missing", rel), -1;
+        if (!S_ISCHR(st.st_mode) || major(st.st_rdev) != major_ || minor(st.st_rdev) != minor_)
+                return snprintf(why, size, "/%s is %s %u:%u, not c %u:%u", rel, S_ISCHR(st.st_mode) ? "c" : "not a character device",
+                                major(st.st_rdev), minor(st.st_rdev), major_, minor_), -1;
+        return 0;
+}
+
+static void check_nodes(int rootfd, const struct gh_gpu_list *fast, struct gh_doctor *d)
+{
+        char why[256] = "", fix[256] = "", ev[512] = "/dev/nvidiactl";
+
+        if (check_node(rootfd, "dev/nvidiactl", NVIDIA_MAJOR, 255, why, sizeof(why)) < 0)
+                snprintf(fix, sizeof(fix), "nvidia-modprobe -c 255 (or: mknod -m 666 /dev/nvidiactl c 195 255)");
+        for (size_t i = 0; i < fast->n && why[0] == '\0'; i++) {
+                char rel[32];
+                unsigned m = fast->gpus[i].minor;
+                snprintf(rel, sizeof(rel), "dev/nvidia%u", m);
+                if (check_node(rootfd, rel, NVIDIA_MAJOR, m, why, sizeof(why)) < 0)
+                        snprintf(fix, sizeof(fix), "nvidia-modprobe -c %u (or: rm -f /dev/nvidia%u; mknod -m 666 /dev/nvidia%u c 195 %u)",
+                                 m, m, m, m);
+                else
+                        snprintf(ev + strlen(ev), sizeof(ev) - strlen(ev), ", /dev/nvidia%u (c 195:%u)", m, m);
+        }
+        if (why[0] != '\0') {
+                char cause[320];
+                snprintf(cause, sizeof(cause), "%s, so no container can be given that device.", why);
+                gh_doctor_add(d, "device-nodes", GH_CHECK_FAIL, cause, fix, "%s", why);
+        } else {
+                gh_doctor_add(d, "device-nodes", GH_CHECK_OK, NULL, NULL, "%s", ev);
+        }
+}
+
+/* Kernel module vs the user-space libraries the loader would pick. */
+static bool check_versions(int rootfd, const struct gh_doctor_opts *o, const char *version, struct gh_doctor *d)
+{
+        _cleanup_error_ gh_error_t err = NULL;
+        char path[PATH_MAX], file[NAME_MAX + 1], cause[512], fix[256];
+        const char *cache = o->ldcache ? o->ldcache : "/etc/ld.so.cache";
+
+        if (gh_doctor_cache_lookup(rootfd, cache, "libnvidia-ml.so.1", path, sizeof(path), file, sizeof(file), &err) < 0) {
+                gh_doctor_add(d, "library-version", GH_CHECK_FAIL,
+                              "The driver's user-space libraries are not in the loader's cache, so nothing can load NVML or CUDA.",
+                              "install the driver's libraries, then run ldconfig", "%s", err->msg);
+                return false;
+        }
+        if (!gh_driver_name_has_version(file, version)) {
+                snprintf(cause, sizeof(cause), "The user-space driver (%s) is not the loaded kernel module's version %s: "
+                         "the driver was upgraded without a reboot (NVML says \"Driver/library version mismatch\").", file, version);
+                snprintf(fix, sizeof(fix), "reboot (or reload the modules: rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia; modprobe nvidia)");
+                gh_doctor_add(d, "library-version", GH_CHECK_FAIL, cause, fix, "libnvidia-ml.so.1 -> %s (%s), kernel module %s",
+                              path, file, version);
+                return false;
+        }
+        gh_doctor_add(d, "library-version", GH_CHECK_OK, NULL, NULL, "libnvidia-ml.so.1 -> %s, kernel module %s", file, version);
+        return true;
+}
+
+static void check_nvml(int rootfd, const struct gh_doctor_opts *o, bool versions_ok, struct gh_doctor *d)
+{
+        struct gh_gpus_opts gopts = GH_GPUS_OPTS_DEFAULT;
+        _cleanup_gpu_list_ struct gh_gpu_list list = { 0 };
+        _cleanup_error_ gh_error_t err = NULL;
+
+        gopts.uid = o->uid;
+        gopts.gid = o->gid;
+        if (gh_gpus_load(rootfd, &gopts, &list, &err) < 0)
+                gh_doctor_add(d, "nvml", GH_CHECK_FAIL,
+                              versions_ok ? "NVML cannot talk to the driver, so nvidia-smi, requirements and gpu-cli ps fail too."
+                                          : "NVML refuses to run against a kernel module of another version (see library-version).",
+                              versions_ok ? "run nvidia-smi on the host and read dmesg for NVRM errors" : "reboot",
+                              "%s", err->msg);
+        else
+                gh_doctor_add(d, "nvml", GH_CHECK_OK, NULL, NULL, "NVML answers: %zu GPU(s), CUDA %s", list.n, list.cuda_version);
+}
+
+static void check_persistenced(int rootfd, struct gh_doctor *d)
+{
+        struct stat st;
+
+        if (fstatat(rootfd, "run/nvidia-persistenced/socket", &st, 0) == 0 && S_ISSOCK(st.st_mode))
+                gh_doctor_add(d, "persistenced", GH_CHECK_OK, NULL, NULL, "/run/nvidia-persistenced/socket is there");
+        else
+                gh_doctor_add(d, "persistenced", GH_CHECK_WARN,
+                              "nvidia-persistenced is not running, so the driver tears the GPUs down when the last user exits and "
+                              "every container start pays for bringing them up again.",
+                              "systemctl enable --now nvidia-persistenced", "no /run/nvidia-persistenced/socket");
+}
+
+/* podman and CRI-O: a hooks.d file that runs gpu-hook (or NVIDIA's hook). */
+static void check_hooks_dirs(const struct gh_doctor_opts *o, struct gh_doctor *d)
+{
+        static const char *const defaults[] = { "/usr/share/containers/oci/hooks.d", "/etc/containers/oci/hooks.d", NULL };
+        const char *const *dirs = o->hooks_dirs ? o->hooks_dirs : defaults;
+        char searched[512] = "";
+
+        for (size_t i = 0; dirs[i] != NULL; i++) {
+                _cleanup_closedir_ DIR *dir = opendir(dirs[i]);
+                struct dirent *de;
+                snprintf(searched + strlen(searched), sizeof(searched) - strlen(searched), "%s%s", i ? ", " : "", dirs[i]);
+                while (dir != NULL && (de = readdir(dir)) != NULL) {
+                        _cleanup_error_ gh_error_t err = NULL;
+                        _cleanup_free_ char *path = NULL, *buf = NULL;
+                        _cleanup_json_ json_t *j = NULL;
+                        size_t len;
+                        size_t nl = strlen(de->d_name);
+                        if (nl < 6 || strcmp(de->d_name + nl - 5, ".json") != 0 || asprintf(&path, "%s/%s", dirs[i], de->d_name) < 0)
+                                continue;
+                        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+                        if (fd < 0 || gh_read_bounded(fd, 1 << 20, &buf, &len, path, &err) < 0 ||
+                            (j = gh_json_parse(buf, len, path, &err)) == NULL) {
+                                if (err != NULL && (strstr(buf ? buf : "", "gpu-hook") || strstr(buf ? buf : "", "nvidia")))
+                                        gh_doctor_add(d, "hooks.d", GH_CHECK_FAIL,
+                                                      "The hooks.d file for GPUs is not valid JSON, so podman and CRI-O ignore it.",
+                                                      "reinstall it from contrib/hooks.d/oci-gpu-hook.json", "%s", err->msg);
+                                continue;
+                        }
+                        const char *hp = json_string_value(json_object_get(json_object_get(j, "hook"), "path"));
+                        const char *base = hp && strrchr(hp, '/') ? strrchr(hp, '/') + 1 : hp;
+                        if (base == NULL || (strcmp(base, "gpu-hook") != 0 && strcmp(base, "nvidia-container-toolkit") != 0 &&
+                                             strcmp(base, "nvidia-container-runtime-hook") != 0))
+                                continue;
+                        if (access(hp, X_OK) < 0) {
+                                gh_doctor_add(d, "hooks.d", GH_CHECK_FAIL,
+                                              "The hooks.d file names a hook program that does not exist or cannot run.",
+                                              "install gpu-hook at that path, or fix \"hook\": {\"path\": ...} in the file",
+                                              "%s: hook.path %s: %s", path, hp, strerror(errno));
+                                return;
+                        }
+                        gh_doctor_add(d, "hooks.d", GH_CHECK_OK, NULL, NULL, "%s runs %s", path, hp);
+                        return;
+                }
+        }
+        gh_doctor_add(d, "hooks.d", GH_CHECK_WARN,
+                      "No hooks.d file runs gpu-hook, so podman and CRI-O start GPU containers without GPUs.",
+                      "install -m 644 contrib/hooks.d/oci-gpu-hook.json /usr/share/containers/oci/hooks.d/",
+                      "searched %s", searched);
+}
+
+static bool on_path(const char *name, char *found, size_t size)
+{
+        static const char *const dirs[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin" };
+        for (size_t i = 0; i < GH_ARRAY_SIZE(dirs); i++) {
+                snprintf(found, size, "%s/%s", dirs[i], name);
+                if (access(found, X_OK) == 0)
+                        return true;
+        }
+        return false;
+}
+
+static void check_docker(struct gh_doctor *d)
+{
+        char dockerd[PATH_MAX], hook[PATH_MAX];
+
+        if (!on_path("dockerd", dockerd, sizeof(dockerd))) {
+                gh_doctor_add(d, "docker", GH_CHECK_OK, NULL, NULL, "Docker is not installed");
+                return;
+        }
+        if (on_path("nvidia-container-runtime-hook", hook, sizeof(hook)))
+                gh_doctor_add(d, "docker", GH_CHECK_OK, NULL, NULL, "%s; dockerd finds %s", dockerd, hook);
+        else
+                gh_doctor_add(d, "docker", GH_CHECK_WARN,
+                              "dockerd looks up nvidia-container-runtime-hook on its PATH when it starts; without it "
+                              "'docker run --gpus' fails with 'could not select device driver \"\" with capabilities: [[gpu]]'.",
+                              "ln -s /usr/bin/gpu-hook /usr/local/bin/nvidia-container-runtime-hook, then restart dockerd",
+                              "%s, no nvidia-container-runtime-hook on the standard PATH", dockerd);
+}
+
+/* A CDI spec for NVIDIA GPUs names the driver's files with their version: another version is stale. */
+static void check_cdi(const struct gh_doctor_opts *o, const char *version, struct gh_doctor *d)
+{
+        static const char *const defaults[] = { "/etc/cdi", "/var/run/cdi", NULL };
+        const char *const *dirs = o->cdi_dirs ? o->cdi_dirs : defaults;
+        size_t specs = 0;
+
+        for (size_t i = 0; dirs[i] != NULL; i++) {
+                _cleanup_closedir_ DIR *dir = opendir(dirs[i]);
+                struct dirent *de;
+                while (dir != NULL && (de = readdir(dir)) != NULL) {
+                        _cleanup_error_ gh_error_t err = NULL;
+                        _cleanup_free_ char *path = NULL, *buf = NULL;
+                        size_t len;
+                        const char *p;
+                        if (de->d_name[0] == '.' || asprintf(&path, "%s/%s", dirs[i], de->d_name) < 0)
+                                continue;
+                        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                        if (fd < 0 || gh_read_bounded(fd, 16 << 20, &buf, &len, path, &err) < 0 ||
+                            strstr(buf, "nvidia.com/gpu") == NULL)
+                                continue;
+                        specs++;
+                        if ((p = strstr(buf, "libnvidia-ml.so.")) != NULL) {
+                                char named[32];
+                                p += strlen("libnvidia-ml.so.");
+                                size_t n = strspn(p, "0123456789.");
+                                snprintf(named, sizeof(named), "%.*s", (int) (n < 31 ? n : 31), p);
+                                if (gh_version_is_dotted(named) && strcmp(named, version) != 0) {
+                                        char cause[320];
+                                        snprintf(cause, sizeof(cause), "The CDI spec was written for driver %s, not the running %s, "
+                                                 "so CDI containers get missing or mismatched files.", named, version);
+                                        gh_doctor_add(d, "cdi", GH_CHECK_WARN, cause,
+                                                      "regenerate it (nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml)",
+                                                      "%s names libnvidia-ml.so.%s", path, named);
+                                        return;
+                                }
+                        }
+                }
+        }
+        gh_doctor_add(d, "cdi", GH_CHECK_OK, NULL, NULL, specs ? "%zu NVIDIA CDI spec(s), for driver %s" : "no NVIDIA CDI spec (%.0zu%s)",
+                      specs, specs ? version : "not needed with gpu-hook");
+}
+
+enum gh_cgroup_manager gh_doctor_manager(const struct gh_doctor_opts *o)
+{
+        struct stat st;
+        if (o->manager != GH_MANAGER_AUTO)
+                return o->manager;
+        return stat("/run/systemd/system", &st) == 0 ? GH_MANAGER_SYSTEMD : GH_MANAGER_CGROUPFS;
+}
+
+static void check_cgroups(int rootfd, const struct gh_gpu_list *fast, const struct gh_doctor_opts *o, struct gh_doctor *d)
+{
+        struct statfs sf;
+        bool v2 = statfs("/sys/fs/cgroup", &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC;
+        bool hybrid = !v2 && statfs("/sys/fs/cgroup/unified", &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC;
+        bool systemd = gh_doctor_manager(o) == GH_MANAGER_SYSTEMD;
+        char missing[256] = "", fix[512] = "";
+
+        gh_doctor_add(d, "cgroups", GH_CHECK_OK, NULL, NULL, "cgroup %s, managed by %s", v2 ? "v2" : hybrid ? "v1 (hybrid)" : "v1",
+                      systemd ? "systemd" : "cgroupfs");
+        /* systemd rebuilds a unit's device rules from /dev/char/MAJ:MIN at daemon-reload: a node
+         * without such a link drops out of every running container's allow list. */
+        for (size_t i = 0; i <= fast->n; i++) {
+                unsigned minor_ = i < fast->n ? fast->gpus[i].minor : 255;
+                char link[64], want[32], got[64];
+                ssize_t n;
+                snprintf(link, sizeof(link), "dev/char/%u:%u", NVIDIA_MAJOR, minor_);
+                snprintf(want, sizeof(want), "nvidia%s", i < fast->n ? "" : "ctl");
+                if (i < fast->n)
+                        snprintf(want + strlen(want), sizeof(want) - strlen(want), "%u", minor_);
+                n = readlinkat(rootfd, link, got, sizeof(got) - 1);
+                if (n > 0) {
+                        got[n] = '\0';
+                        const char *b = strrchr(got, '/') ? strrchr(got, '/') + 1 : got;
+                        if (strcmp(b, want) == 0)
+                                continue;
+                }
+                if (missing[0] == '\0')
+                        snprintf(fix, sizeof(fix), "ln -s ../%s /dev/char/%u:%u (and the same for every NVIDIA node)", want,
+                                 NVIDIA_MAJOR, minor_);
+                snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s/%s", missing[0] ? ", " : "", link);
+        }
+        if (missing[0] == '\0')
+                gh_doctor_add(d, "dev-char-links", GH_CHECK_OK, NULL, NULL, "/dev/char links exist for the NVIDIA nodes");
+        else if (!systemd)
+                gh_doctor_add(d, "dev-char-links", GH_CHECK_OK, NULL, NULL, "no /dev/char links (%s), not needed with cgroupfs", missing);
+        else
+                gh_doctor_add(d, "dev-char-links", GH_CHECK_WARN,
+                              "systemd manages the containers' cgroups and rebuilds their device rules from /dev/char at every "
+                              "'systemctl daemon-reload': running containers then lose their GPUs (NVML: \"Unknown Error\").",
+                              fix, "missing: %s", missing);
+}
+
+void gh_doctor_host(const struct gh_doctor_opts *o, struct gh_doctor *d)
+{
+        _cleanup_gpu_list_ struct gh_gpu_list fast = { 0 };
+        _cleanup_error_ gh_error_t err = NULL;
+        _cleanup_close_ int rootfd = -1;
+        char version[GH_VERSION_MAX];
+
+        memset(d, 0, sizeof(*d));
+        rootfd = gh_rootfs_open(o->root, &err);
+        if (rootfd < 0 || gh_gpus_driver_version(rootfd, version, sizeof(version), &err) < 0) {
+                gh_doctor_add(d, "driver", GH_CHECK_FAIL, "The NVIDIA kernel module is not loaded, so no container can use a GPU.",
+                              "modprobe nvidia (install the NVIDIA driver first if that fails)", "%s", err->msg);
+                return;
+        }
+        if (gh_gpus_fast(rootfd, &fast, &err) < 0) {
+                gh_doctor_add(d, "driver", GH_CHECK_FAIL, "The driver's /proc/driver/nvidia is unreadable or malformed.",
+                              "reload the driver (rmmod nvidia; modprobe nvidia) and read dmesg", "%s", err->msg);
+                return;
+        }
+        gh_doctor_add(d, "driver", GH_CHECK_OK, NULL, NULL, "NVIDIA kernel module %s, %zu GPU(s)", version, fast.n);
+        check_nodes(rootfd, &fast, d);
+        bool versions_ok = check_versions(rootfd, o, version, d);
+        check_nvml(rootfd, o, versions_ok, d);
+        check_persistenced(rootfd, d);
+        check_hooks_dirs(o, d);
+        check_docker(d);
+        check_cdi(o, version, d);
+        check_cgroups(rootfd, &fast, o, d);
+}

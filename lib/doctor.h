@@ -1,0 +1,57 @@
+/* gpu-cli doctor: ordered checks of the host's driver and wiring, or of one running container
+ * against the plan gpu-hook would make for it.  Each check says ok, warn or fail, what it saw, and
+ * for anything but ok the cause in one sentence and the fix as a command or a config line.
+ * docs/doctor.md lists the checks and the symptoms they explain. */
+#ifndef GH_DOCTOR_H
+#define GH_DOCTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "hookconfig.h"
+
+enum gh_check_status { GH_CHECK_OK, GH_CHECK_WARN, GH_CHECK_FAIL };
+
+struct gh_check {
+        char *name;     /* "driver", "device-nodes", ... (stable, for scripts) */
+        enum gh_check_status status;
+        char *evidence; /* what was seen */
+        char *cause;    /* NULL when ok */
+        char *fix;      /* NULL when ok */
+};
+
+struct gh_doctor {
+        struct gh_check *checks;
+        size_t n;
+};
+
+enum gh_cgroup_manager { GH_MANAGER_AUTO, GH_MANAGER_SYSTEMD, GH_MANAGER_CGROUPFS };
+
+struct gh_doctor_opts {
+        const char *root;               /* driver root ("/") */
+        const char *ldcache;            /* NULL: etc/ld.so.cache under root */
+        uid_t uid;                      /* NVML service identity; (uid_t) -1: overflow */
+        gid_t gid;
+        const char *const *hooks_dirs;  /* NULL: the standard hooks.d directories */
+        const char *const *cdi_dirs;    /* NULL: /etc/cdi, /var/run/cdi */
+        enum gh_cgroup_manager manager; /* AUTO: systemd when /run/systemd/system exists */
+        const struct gh_config *config; /* the hook's configuration (policy for the decision) */
+};
+
+const char *gh_check_status_name(enum gh_check_status s);
+
+/* Host checks.  Never fails as a whole: every problem is a check's result. */
+void gh_doctor_host(const struct gh_doctor_opts *o, struct gh_doctor *out);
+
+/* Checks of the container whose init (or any) process is pid.  bundle: its OCI bundle, whose
+ * config.json decides what it asked for; NULL: the process's own environment does. */
+void gh_doctor_container(const struct gh_doctor_opts *o, pid_t pid, const char *bundle, struct gh_doctor *out);
+
+/* The worst status among the checks. */
+enum gh_check_status gh_doctor_worst(const struct gh_doctor *d);
+
+void gh_doctor_free(struct gh_doctor *d);
+
+#endif

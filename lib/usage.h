@@ -1,0 +1,57 @@
+/* What each GPU is doing now: utilisation, memory, temperature, power and the processes using it.
+ *
+ * NVML answers inside the sandboxed driver service (service.c); the server half here asks it,
+ * the client half checks the answer and turns it into a gh_gpu_usage attached to each gh_gpu
+ * (gh_gpus_opts.with_usage).  Every figure has an "unknown" value: drivers and GPUs differ in what
+ * they report, and a missing entry point (older drivers) is not an error. */
+#ifndef GH_USAGE_H
+#define GH_USAGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "container.h"
+#include "error.h"
+
+#define GH_UNKNOWN_U64 UINT64_MAX
+#define GH_MAX_GPU_PROCS 4096
+
+struct gh_gpu_proc {
+        pid_t pid;              /* as the host sees it */
+        bool compute, graphics;
+        uint64_t used_memory;   /* bytes; GH_UNKNOWN_U64 when the driver does not say */
+        int sm_util, mem_util;  /* percent over the driver's last sample; -1 unknown */
+        struct gh_proc_owner owner; /* filled by gh_usage_attribute() */
+};
+
+struct gh_gpu_usage {
+        int gpu_util, mem_util; /* percent; -1 unknown */
+        uint64_t mem_used, mem_total; /* bytes; GH_UNKNOWN_U64 unknown */
+        int temperature_c;      /* -1 unknown */
+        int power_mw;           /* -1 unknown */
+        struct gh_gpu_proc *procs;
+        size_t nprocs;
+};
+
+void gh_gpu_usage_free(struct gh_gpu_usage *u);
+
+struct gh_gpu_list;
+/* Fills every process's owner (container or host) from /proc (container.c).  state_roots: extra runtime state
+ * directories to search for container ids (NULL-terminated, may be NULL). */
+void gh_usage_attribute(struct gh_gpu_list *list, const char *const *state_roots);
+
+/* ---- the protocol halves (rpc.c calls these) ---- */
+
+/* Server: resolves the optional NVML entry points from the loaded library. */
+void gh_usage_bind(void *nvml_lib);
+
+struct gh_rpc_usage_res;
+/* Server: fills res for the GPU at NVML index. */
+void gh_usage_serve(unsigned index, struct gh_rpc_usage_res *res);
+
+struct gh_rpc_usage;
+/* Client: validates the reply for GPU index and converts it. */
+int gh_usage_convert(const struct gh_rpc_usage *r, unsigned index, struct gh_gpu_usage **out, gh_error_t *err);
+
+#endif

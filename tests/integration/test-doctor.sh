@@ -1,0 +1,167 @@
+#!/bin/bash
+# gpu-cli doctor against the fake driver: a healthy host and healthy GPU container are all ok, and
+# each seeded fault (one per common failure: no GPU requested, runtime not wired, driver/library
+# version mismatch, CUDA too new, devices lost to a daemon-reload, no utility capability,
+# libraries not in the ld cache, stale CDI spec, ...) is named with its cause and fix.
+. "${GH_SOURCE_DIR:?}/tests/lib.sh"
+t_need_root
+t_need_cmd runc
+
+MKROOT=$GH_SOURCE_DIR/tests/fake-driver/make-root.sh
+DRV=$T/drv
+bash "$MKROOT" "$DRV" --sockets >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_fail "make-root.sh"; t_done; }
+printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s"}}\n' "$DRV" "$GPU_CLI" "$T/hook.log" >"$T/config.json"
+mkdir -p "$T/hooks" "$T/nohooks" "$T/cdi" "$T/cdi-stale" "$T_RUNC_ROOT"
+printf '{"version": "1.0.0", "hook": {"path": "%s", "args": ["gpu-hook", "createRuntime"]}, "when": {"always": true}, "stages": ["createRuntime"]}\n' \
+        "$GPU_HOOK" >"$T/hooks/oci-gpu-hook.json"
+printf 'cdiVersion: "0.5.0"\nkind: nvidia.com/gpu\ncontainerEdits:\n  mounts:\n  - hostPath: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.86.10\n' \
+        >"$T/cdi-stale/nvidia.yaml"
+mkdir -p "$DRV/dev/char"
+ln -s ../nvidia0 "$DRV/dev/char/195:0"
+ln -s ../nvidia1 "$DRV/dev/char/195:1"
+ln -s ../nvidiactl "$DRV/dev/char/195:255"
+
+# doctor ROOT ARGS...: text output in OUT, exit status in RC
+doctor() {
+        local root=$1
+        shift
+        OUT=$("$GPU_CLI" --root="$root" doctor --config="$T/config.json" --state-dir="$T_RUNC_ROOT" "$@" 2>&1)
+        RC=$?
+}
+host() { doctor "$1" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi" --cgroup-manager=cgroupfs "${@:2}"; }
+# copy_root NAME: a copy of the healthy driver root to break
+copy_root() { cp -a "$DRV" "$T/$1" && echo "$T/$1"; }
+
+# ---- host
+host "$DRV"
+t_diag "$OUT"
+t_is "$RC" 0 "host: a healthy fake driver passes (exit 0)"
+for c in driver device-nodes library-version nvml persistenced hooks.d cdi cgroups dev-char-links; do
+        t_match "$OUT" "^ok +$c " "host: $c is ok"
+done
+
+R=$(copy_root nodriver) && rm "$R/proc/driver/nvidia/version"
+host "$R"
+t_is "$RC" 1 "no kernel module: doctor fails"
+t_match "$OUT" '^fail +driver .*' "no kernel module: the driver check fails"
+t_match "$OUT" 'cause: The NVIDIA kernel module is not loaded' "no kernel module: named as the cause"
+
+R=$(copy_root nonode) && rm "$R/dev/nvidia1"
+host "$R"
+t_match "$OUT" '^fail +device-nodes +/dev/nvidia1 is missing' "missing /dev/nvidia1: named"
+t_match "$OUT" 'fix: +nvidia-modprobe -c 1 ' "missing /dev/nvidia1: the fix creates it"
+
+R=$(copy_root upgraded) && sed -i 's/580\.95\.05/580.99.01/' "$R/proc/driver/nvidia/version"
+host "$R"
+t_is "$RC" 1 "driver upgraded without reboot: doctor fails"
+t_match "$OUT" '^fail +library-version +libnvidia-ml.so.1 -> .*libnvidia-ml.so.580.95.05.*kernel module 580.99.01' \
+        "version mismatch: library and module versions shown"
+t_match "$OUT" 'cause: .*upgraded without a reboot.*Driver/library version mismatch' "version mismatch: the cause"
+t_match "$OUT" 'fix: +reboot' "version mismatch: the fix is a reboot"
+
+R=$T/nvmlerr
+bash "$MKROOT" "$R" --nvml-mode error >/dev/null 2>&1
+host "$R"
+t_match "$OUT" '^fail +nvml .*Driver Not Loaded' "NVML failing: the nvml check fails with NVML's message"
+
+R=$T/nosock
+bash "$MKROOT" "$R" >/dev/null 2>&1
+host "$R"
+t_match "$OUT" '^warn +persistenced' "no nvidia-persistenced: a warning"
+t_match "$OUT" 'fix: +systemctl enable --now nvidia-persistenced' "no nvidia-persistenced: the fix"
+
+doctor "$DRV" --hooks-dir="$T/nohooks" --cdi-dir="$T/cdi" --cgroup-manager=cgroupfs
+t_match "$OUT" '^warn +hooks.d' "no hooks.d file: a warning"
+t_match "$OUT" 'cause: No hooks.d file runs gpu-hook, so podman and CRI-O' "no hooks.d file: the cause"
+t_is "$RC" 0 "warnings alone do not fail doctor"
+
+doctor "$DRV" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi-stale" --cgroup-manager=cgroupfs
+t_match "$OUT" '^warn +cdi .*libnvidia-ml.so.570.86.10' "stale CDI spec: found"
+t_match "$OUT" 'cause: The CDI spec was written for driver 570.86.10, not the running 580.95.05' "stale CDI spec: the cause"
+
+R=$(copy_root nochar) && rm -r "$R/dev/char"
+doctor "$R" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi" --cgroup-manager=systemd
+t_match "$OUT" '^warn +dev-char-links +missing: /dev/char/195:0' "systemd without /dev/char links: the daemon-reload hazard"
+t_match "$OUT" "fix: +ln -s ../nvidia0 /dev/char/195:0" "systemd without /dev/char links: the fix"
+doctor "$DRV" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi" --cgroup-manager=systemd
+t_match "$OUT" '^ok +dev-char-links' "systemd with the links: ok"
+
+# ---- containers
+# start NAME hook|nohook ENV...: a detached runc container running sleep
+start() {
+        local name=$1 hook=$2
+        shift 2
+        make_busybox_rootfs "$T/$name/rootfs" || return 1
+        make_bundle "$T/$name/bundle" "$T/$name/rootfs" sleep 600
+        [ $# -gt 0 ] && bundle_set_env "$T/$name/bundle" "$@"
+        [ "$hook" = hook ] && bundle_add_hook "$T/$name/bundle" createRuntime "$GPU_HOOK" "--config=$T/config.json" createRuntime
+        ID=gh-doc-$name-$$
+        timeout 60 "$RUNC" --root "$T_RUNC_ROOT" run -d -b "$T/$name/bundle" "$ID" >"$T/$name.out" 2>"$T/$name.err" </dev/null ||
+                t_diag_file "$T/$name.err"
+        PID=$("$RUNC" --root "$T_RUNC_ROOT" state "$ID" 2>/dev/null | sed -n 's/^ *"pid": \([0-9]*\),/\1/p')
+}
+
+cp "$(make_busybox_rootfs "$T/probe" >/dev/null; echo "$T/probe/etc/ld.so.cache")" "$T/plain-ld.so.cache" 2>/dev/null
+start ok hook NVIDIA_VISIBLE_DEVICES=0 NVIDIA_DRIVER_CAPABILITIES=compute,utility
+OK_ID=$ID OK_PID=$PID
+doctor "$DRV" --container="$OK_ID"
+t_diag "$OUT"
+t_is "$RC" 0 "healthy GPU container: doctor passes"
+for c in gpu-requested requirements device-nodes device-cgroup libraries ldcache proc-masked; do
+        t_match "$OUT" "^ok +$c " "healthy GPU container: $c is ok"
+done
+t_match "$OUT" '^ok +ldcache +libcuda.so.1 -> libcuda.so.580.95.05, libnvidia-ml.so.1 -> libnvidia-ml.so.580.95.05' \
+        "healthy GPU container: its ld cache resolves both to the driver's version"
+doctor "$DRV" --pid="$OK_PID" --json
+t_is "$RC" 0 "--pid (the environment of the process) agrees"
+t_match "$OUT" '"failed": false' "--json says nothing failed"
+doctor "$DRV" --container="${OK_ID:0:12}"
+t_is "$RC" 0 "a unique id prefix finds the container"
+
+start unset hook
+doctor "$DRV" --container="$ID"
+t_is "$RC" 1 "no GPU requested: doctor fails"
+t_match "$OUT" '^fail +gpu-requested +NVIDIA_VISIBLE_DEVICES=\(unset\)' "no GPU requested (unset): named"
+t_match "$OUT" 'fix: +start it with --gpus all' "no GPU requested: the fix"
+start void hook NVIDIA_VISIBLE_DEVICES=void
+doctor "$DRV" --container="$ID"
+t_match "$OUT" "cause: The container asked for no GPU: NVIDIA_VISIBLE_DEVICES is 'void'" "NVIDIA_VISIBLE_DEVICES=void: named"
+
+start compute hook NVIDIA_VISIBLE_DEVICES=0 NVIDIA_DRIVER_CAPABILITIES=compute
+doctor "$DRV" --container="$ID"
+t_match "$OUT" '^warn +utility' "compute only: no utility (no nvidia-smi) is a warning"
+t_match "$OUT" 'fix: +-e NVIDIA_DRIVER_CAPABILITIES=compute,utility' "compute only: the fix"
+
+start nohook nohook NVIDIA_VISIBLE_DEVICES=0
+doctor "$DRV" --container="$ID"
+t_match "$OUT" '^fail +device-nodes +/dev/nvidia(ctl|0) is missing' "runtime not wired (no hook ran): the device nodes are missing"
+t_match "$OUT" 'cause: .*the hook did not run' "runtime not wired: the cause"
+
+start newcuda nohook NVIDIA_VISIBLE_DEVICES=0 'NVIDIA_REQUIRE_CUDA=cuda>=14.0'
+doctor "$DRV" --container="$ID"
+t_match "$OUT" '^fail +requirements +.*cuda>=14.0' "image needs CUDA 14.0 on a CUDA 13.0 driver: the requirement is named"
+t_match "$OUT" 'cause: The image requires a newer CUDA' "CUDA too new: the cause"
+
+start ldc hook NVIDIA_VISIBLE_DEVICES=0 NVIDIA_DRIVER_CAPABILITIES=compute,utility
+if [ -f "$T/plain-ld.so.cache" ]; then
+        cp "$T/plain-ld.so.cache" "$T/ldc/rootfs/etc/ld.so.cache"
+else
+        rm -f "$T/ldc/rootfs/etc/ld.so.cache"
+fi
+doctor "$DRV" --container="$ID"
+t_match "$OUT" '^fail +ldcache ' "libraries present but not in the ld cache: named"
+t_match "$OUT" 'cause: The container.s ld cache does not resolve libcuda.so.1' "libraries not in the ld cache: the cause"
+t_match "$OUT" '^ok +libraries' "... while the libraries themselves are there"
+
+# The daemon-reload symptom: the container's device rules lose the GPU after it started.
+CG=$(awk -F: '$2 ~ /(^|,)devices(,|$)/ {print $3}' "/proc/$OK_PID/cgroup")
+if [ -n "$CG" ] && [ -w "/sys/fs/cgroup/devices$CG/devices.deny" ]; then
+        echo 'c 195:0 rwm' >"/sys/fs/cgroup/devices$CG/devices.deny"
+        doctor "$DRV" --container="$OK_ID"
+        t_is "$RC" 1 "GPU denied by the device cgroup after start: doctor fails"
+        t_match "$OUT" '^fail +device-cgroup +open\(/dev/nvidia0\) in the container.s cgroup .*: EPERM' "device cgroup denial: seen by opening from the container's cgroup"
+        t_match "$OUT" "cause: .*daemon-reload" "device cgroup denial: the daemon-reload cause"
+else
+        t_skip "device cgroup denial" "no cgroup v1 devices controller here (cgroup v2 only)"
+fi
+t_done
