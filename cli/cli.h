@@ -30,6 +30,7 @@ int cmd_ps(int argc, char **argv, const struct cli_globals *g);
 int cmd_top(int argc, char **argv, const struct cli_globals *g);
 int cmd_metrics(int argc, char **argv, const struct cli_globals *g);
 int cmd_mps(int argc, char **argv, const struct cli_globals *g);
+int cmd_setup(int argc, char **argv, const struct cli_globals *g);
 
 /* A request seeded from the global options (--user); gh_request_init()ed by the caller. */
 struct gh_request;

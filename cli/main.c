@@ -23,6 +23,7 @@ static void usage(FILE *out)
                 "  metrics     GPU and per-container usage in Prometheus text format (--listen to serve it)\n"
                 "  doctor      check the host, or one container (--pid, --container), for GPU problems\n"
                 "  mps         MPS groups with per-group limits: mps start|stop|list\n"
+                "  setup       configure an engine: setup docker|containerd|crio|podman [--dry-run] [--undo]\n"
                 "\n"
                 "Global options:\n"
                 "  -r, --root=DIR         driver root (default /): ld.so.cache, PATH, /dev, /proc/driver/nvidia\n"
@@ -50,6 +51,7 @@ static const struct {
         { "top", cmd_top },
         { "metrics", cmd_metrics },
         { "doctor", cmd_doctor },
+        { "setup", cmd_setup },
 };
 
 static int (*command_fn(const char *name))(int, char **, const struct cli_globals *)

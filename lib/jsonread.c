@@ -292,7 +292,7 @@ static int parse_value(struct parser *p, int depth)
         return fail(p, "an unexpected character");
 }
 
-int gh_json_parse(const char *text, size_t len, struct gh_json *doc, gh_error_t *err)
+int gh_jsonread_parse(const char *text, size_t len, struct gh_json *doc, gh_error_t *err)
 {
         struct parser p = { .s = text, .len = len, .doc = doc };
         size_t line = 1, col = 1;

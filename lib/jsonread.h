@@ -27,7 +27,7 @@ struct gh_json {
         size_t n, cap;
 };
 
-int gh_json_parse(const char *text, size_t len, struct gh_json *doc, gh_error_t *err);
+int gh_jsonread_parse(const char *text, size_t len, struct gh_json *doc, gh_error_t *err);
 
 /* The member `key` of object node obj, -1 when absent (or obj is no object). */
 int gh_json_get(const struct gh_json *doc, int obj, const char *key);

@@ -119,7 +119,7 @@ int gh_loader_parse(enum gh_loader_kind kind, const char *text, size_t len, char
         int r;
 
         *library = NULL;
-        if (gh_json_parse(text, len, &doc, err) < 0)
+        if (gh_jsonread_parse(text, len, &doc, err) < 0)
                 return -1;
         r = check(kind, &doc, &lib, err);
         gh_json_free(&doc);

@@ -292,16 +292,12 @@ static int parse_mounts(json_t *j, const char *what, struct gh_oci_spec *spec, g
         return 0;
 }
 
-static int spec_parse(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
+static int spec_from_json(json_t *j, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
 {
         static const char what[] = "the bundle's config.json";
-        _cleanup_json_ json_t *j = NULL;
         _cleanup_free_ char *root_path = NULL;
         json_t *process, *root;
 
-        j = gh_json_parse(buf, len, what, err);
-        if (j == NULL)
-                return -1;
         if (get_string(j, "ociVersion", what, &spec->oci_version, err) < 0)
                 return -1;
         process = json_object_get(j, "process");
@@ -330,10 +326,24 @@ static int spec_parse(const char *buf, size_t len, const char *bundle, struct gh
         return parse_mounts(j, what, spec, err);
 }
 
-int gh_oci_spec_parse(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
+int gh_oci_spec_from_json(json_t *j, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
 {
         memset(spec, 0, sizeof(*spec));
-        if (spec_parse(buf, len, bundle, spec, err) < 0) {
+        if (spec_from_json(j, bundle, spec, err) < 0) {
+                gh_oci_spec_free(spec);
+                return -1;
+        }
+        return 0;
+}
+
+int gh_oci_spec_parse(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
+{
+        _cleanup_json_ json_t *j = gh_json_parse(buf, len, "the bundle's config.json", err);
+
+        memset(spec, 0, sizeof(*spec));
+        if (j == NULL)
+                return -1;
+        if (spec_from_json(j, bundle, spec, err) < 0) {
                 gh_oci_spec_free(spec);
                 return -1;
         }
