@@ -73,6 +73,10 @@ struct gh_gpus_opts {
         const char *state_file;
         bool refresh; /* skip the lookup: always ask NVML, then save */
         bool with_usage; /* NVML only: also each GPU's utilisation, memory and processes */
+        /* GH_GPUS_NVML: of NVML's facts only the CUDA version is needed.  When the cache misses (or
+         * there is none) the GPUs come from the fast path and the CUDA version from libcuda
+         * (GH_ORIGIN_CUDA); NVML is asked only if that fails.  That answer is not saved. */
+        bool cuda_enough;
 };
 #define GH_GPUS_OPTS_DEFAULT { .source = GH_GPUS_NVML, .uid = (uid_t) -1, .gid = (gid_t) -1, .timeout_ms = 0, .with_usage = false }
 

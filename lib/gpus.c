@@ -336,6 +336,31 @@ static void save_cached(const struct gh_gpus_opts *opts, const struct gh_stateca
                 gh_debug("driver-state cache %s saved", opts->state_file);
 }
 
+/* The fast path, and the CUDA version from the driver's libcuda (no NVML).  fp is the fingerprint
+ * already taken, if any; else one is taken here (and dropped), because it knows which file is the
+ * driver's libcuda. */
+static int load_cuda(int rootfd, const struct gh_gpus_opts *opts, const struct gh_statecache_fp *fp,
+                     struct gh_gpu_list *list, gh_error_t *err)
+{
+        __attribute__((cleanup(fp_free))) struct gh_statecache_fp own = { 0 };
+        _cleanup_error_ gh_error_t e = NULL;
+
+        if (gh_gpus_fast(rootfd, list, err) < 0)
+                return -1;
+        if (fp->text == NULL) {
+                if (have_statecache() && gh_statecache_fingerprint(rootfd, NULL, &own, &e) < 0)
+                        gh_debug("finding the driver's libcuda: %s; loading libcuda.so.1 by name", e->msg);
+                fp = &own;
+        }
+        if (gh_service_cuda_version(rootfd, opts, fp->libs[1] && fp->libs[1][0] ? fp->libs[1] : NULL,
+                                    list->cuda_version, sizeof(list->cuda_version), err) < 0) {
+                gh_gpu_list_free(list);
+                return -1;
+        }
+        list->origin = GH_ORIGIN_CUDA;
+        return 0;
+}
+
 int gh_gpus_load(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list *list, gh_error_t *err)
 {
         static const struct gh_gpus_opts defaults = GH_GPUS_OPTS_DEFAULT;
@@ -347,21 +372,8 @@ int gh_gpus_load(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list
                 gh_debug("enumerating GPUs: fast path (proc/driver/nvidia)");
                 return gh_gpus_fast(rootfd, list, err);
         }
-        if (opts->source == GH_GPUS_CUDA) {
-                _cleanup_error_ gh_error_t e = NULL;
-                if (gh_gpus_fast(rootfd, list, err) < 0)
-                        return -1;
-                /* The fingerprint knows which file is the driver's libcuda. */
-                if (have_statecache() && gh_statecache_fingerprint(rootfd, NULL, &fp, &e) < 0)
-                        gh_debug("finding the driver's libcuda: %s; loading libcuda.so.1 by name", e->msg);
-                if (gh_service_cuda_version(rootfd, opts, fp.libs[1] && fp.libs[1][0] ? fp.libs[1] : NULL,
-                                            list->cuda_version, sizeof(list->cuda_version), err) < 0) {
-                        gh_gpu_list_free(list);
-                        return -1;
-                }
-                list->origin = GH_ORIGIN_CUDA;
-                return 0;
-        }
+        if (opts->source == GH_GPUS_CUDA)
+                return load_cuda(rootfd, opts, &fp, list, err);
         if (opts->state_file != NULL && !have_statecache())
                 gh_debug("driver-state cache: not in this build of the library; asking NVML");
         else if (opts->state_file != NULL) {
@@ -372,6 +384,15 @@ int gh_gpus_load(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list
                  * Only root writes the cache, so only root needs it. */
                 if (geteuid() == 0 && gh_statecache_fingerprint(rootfd, NULL, &fp, &e) < 0)
                         gh_debug("driver-state cache: no fingerprint (%s); not saving", e->msg);
+        }
+        if (opts->cuda_enough && !opts->refresh) {
+                _cleanup_error_ gh_error_t e = NULL;
+                if (load_cuda(rootfd, opts, &fp, list, &e) == 0) {
+                        gh_debug("enumerating GPUs: fast path, CUDA %s from libcuda (only cuda requirements)",
+                                 list->cuda_version);
+                        return 0;
+                }
+                gh_debug("CUDA version from libcuda: %s; asking NVML", e->msg);
         }
         gh_debug("enumerating GPUs: NVML service");
         if (gh_service_query(rootfd, opts, list, err) < 0)

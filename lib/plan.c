@@ -234,6 +234,28 @@ static bool names_mig(const struct gh_select_request *d)
         return false;
 }
 
+/* True when the CUDA version is all of NVML's facts the request needs: every requirement uses only
+ * the cuda key, no MIG device is named, no MIG capability node is asked for, and "all" includes no
+ * MIG device.  Then a cold cache gets the CUDA version from libcuda instead of starting NVML. */
+static bool cuda_enough(int droot, const struct gh_request *req, bool wants)
+{
+        for (size_t i = 0; i < req->nrequirements; i++) {
+                _cleanup_error_ gh_error_t e = NULL;
+                _cleanup_require_ struct gh_require *r = NULL;
+                if (gh_require_parse(req->requirements[i], &r, &e) < 0 || gh_require_keys(r) != GH_REQUIRE_KEY_CUDA)
+                        return false;
+        }
+        if (req->mig_config || req->mig_monitor || (wants && names_mig(&req->devices)))
+                return false;
+        if (wants && req->devices.all) {
+                _cleanup_error_ gh_error_t e = NULL;
+                _cleanup_gpu_list_ struct gh_gpu_list fast = { 0 };
+                if (gh_gpus_fast(droot, &fast, &e) < 0 || has_mig_instances(droot, &fast))
+                        return false;
+        }
+        return true;
+}
+
 int gh_plan_load_gpus(int droot, const struct gh_request *req, struct gh_gpu_list *gpus, gh_error_t *err)
 {
         struct gh_gpus_opts go = GH_GPUS_OPTS_DEFAULT;
@@ -247,6 +269,7 @@ int gh_plan_load_gpus(int droot, const struct gh_request *req, struct gh_gpu_lis
         go.state_file = req->state_file;
         if (req->nrequirements > 0 || (wants && names_mig(&req->devices))) {
                 go.source = GH_GPUS_NVML;
+                go.cuda_enough = cuda_enough(droot, req, wants);
                 return gh_gpus_load(droot, &go, gpus, err);
         }
         if (gh_gpus_fast(droot, gpus, err) < 0)

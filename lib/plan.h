@@ -111,7 +111,8 @@ int gh_layout_named(const char *name, struct gh_layout *out, gh_error_t *err);
  * and has no requirement).  NVML (the driver service, as req->uid/gid) is asked only when the
  * request needs what only it knows: requirements, MIG devices named, or "all" on a driver that has
  * MIG instances; "all" falls back to the GPUs without their MIG devices, with a warning, when NVML
- * cannot answer. */
+ * cannot answer.  Requirements that use only the cuda key (no MIG involved) take the CUDA version
+ * from libcuda instead when the cache misses, and NVML only if that fails. */
 int gh_plan_load_gpus(int driver_rootfd, const struct gh_request *req, struct gh_gpu_list *gpus, gh_error_t *err);
 
 /* The driver discovery options of a request (caps, no_* switches, the MPS pipe dir); ldcache and

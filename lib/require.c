@@ -14,6 +14,9 @@
 #define VERSION_PARTS_MAX 8
 
 enum key { KEY_CUDA, KEY_DRIVER, KEY_ARCH, KEY_BRAND };
+_Static_assert(1u << KEY_CUDA == GH_REQUIRE_KEY_CUDA && 1u << KEY_DRIVER == GH_REQUIRE_KEY_DRIVER &&
+                       1u << KEY_ARCH == GH_REQUIRE_KEY_ARCH && 1u << KEY_BRAND == GH_REQUIRE_KEY_BRAND,
+               "gh_require_keys() bits follow enum key");
 enum op { OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE };
 
 static const char *const key_names[] = { "cuda", "driver", "arch", "brand" };
@@ -99,6 +102,16 @@ void gh_require_free(struct gh_require *req)
 const char *gh_require_text(const struct gh_require *req)
 {
         return req->text;
+}
+
+unsigned gh_require_keys(const struct gh_require *req)
+{
+        unsigned keys = 0;
+
+        for (size_t i = 0; i < req->n; i++)
+                for (size_t j = 0; j < req->alts[i].n; j++)
+                        keys |= 1u << req->alts[i].conds[j].key;
+        return keys;
 }
 
 static int parse_cond(const char *expr, const char *s, size_t len, struct cond *c, gh_error_t *err)

@@ -34,6 +34,13 @@ static inline void gh_require_freep(struct gh_require **r) { if (*r) gh_require_
 /* The expression as given (for messages). */
 const char *gh_require_text(const struct gh_require *req);
 
+/* Which keys the expression's conditions use: GH_REQUIRE_KEY_* bits. */
+#define GH_REQUIRE_KEY_CUDA (1u << 0)
+#define GH_REQUIRE_KEY_DRIVER (1u << 1)
+#define GH_REQUIRE_KEY_ARCH (1u << 2)
+#define GH_REQUIRE_KEY_BRAND (1u << 3)
+unsigned gh_require_keys(const struct gh_require *req);
+
 /* True when the facts satisfy the expression.  When false and failed is not NULL, *failed points at
  * the text of the first failing condition of the first alternative (valid while req lives). */
 bool gh_require_eval(const struct gh_require *req, const struct gh_require_facts *facts, const char **failed);

@@ -190,6 +190,22 @@ t_is "$("$GPU_CLI" --root="$R" cache show >/dev/null 2>&1; echo $?)" 2 "cache sh
 t_is "$("$GPU_CLI" --state-file=relative info >/dev/null 2>&1; echo $?)" 2 "--state-file must be absolute: usage error"
 t_match "$(cli cache fingerprint --repeat=200)" "^fingerprint: median [0-9.]+ us" "cache fingerprint --repeat prints its cost"
 
+# --- only cuda requirements on a cold cache: libcuda unless MIG is involved ----------------------
+plan_inits() { # configure --dry-run ARGS...: prints how many NVML starts it took
+        local n
+        n=$(inits)
+        cli --no-cache configure --dry-run --compute "$@" "$T/plan-rootfs" >/dev/null 2>&1
+        echo $(($(inits) - n))
+}
+mkdir -p "$T/plan-rootfs"
+t_is "$(plan_inits -d 0 -R 'cuda>=12.0')" 0 "configure -d 0 -R cuda>=12.0: libcuda, no NVML"
+t_is "$(plan_inits -d 0 -R 'cuda>=12.0' -R 'cuda<14')" 0 "two cuda-only requirements: no NVML"
+t_is "$(plan_inits -d 0 -R 'cuda>=12.0' --mig-config=all)" 1 "cuda-only with --mig-config: NVML"
+t_is "$(plan_inits -d 0 -R 'cuda>=12.0' --mig-monitor=all)" 1 "cuda-only with --mig-monitor: NVML"
+mig=$(cli --no-cache info --json | "$GH_PYTHON" -c 'import json,sys; print(next(g["mig_devices"][0]["uuid"] for g in json.load(sys.stdin)["gpus"] if g["mig_devices"]))')
+t_is "$(plan_inits -d "$mig" -R 'cuda>=12.0')" 1 "cuda-only with a MIG device named: NVML"
+t_is "$(plan_inits -d 0 -R 'cuda>=12.0' -R 'arch>=8.0')" 1 "a cuda and an arch requirement: NVML"
+
 # --- a CUDA container on a warm cache: no NVML, same decisions ------------------------------------
 if have_cmd runc; then
         cat >"$T/hook.json" <<EOF
@@ -198,13 +214,79 @@ EOF
         make_busybox_rootfs "$T/rootfs" || t_fail "busybox rootfs"
         req_run() {
                 make_bundle "$T/b-$1" "$T/rootfs" /bin/true
-                bundle_set_env "$T/b-$1" NVIDIA_VISIBLE_DEVICES=all "NVIDIA_REQUIRE_CUDA=$2"
+                bundle_set_env "$T/b-$1" "NVIDIA_VISIBLE_DEVICES=${3:-all}" "NVIDIA_REQUIRE_CUDA=$2"
                 bundle_add_hook "$T/b-$1" createRuntime "$GPU_HOOK" "--config=$T/hook.json" createRuntime
                 run_runc "$T/b-$1" "$1"
         }
+        # A cold cache and only cuda requirements: the GPUs from /proc, the CUDA version from libcuda,
+        # no NVML start, and nothing saved (that answer lacks brand and architecture).  GPUs 0 and 1:
+        # "all" on this driver includes MIG devices, which only NVML names.
         cli cache clear
-        req_run cold "cuda>=12.0"
+        n=$(inits)
+        req_run cold "cuda>=12.0" 0,1
         t_is "$RUN_RC" 0 "runc + NVIDIA_REQUIRE_CUDA=cuda>=12.0, cold cache: starts" || t_diag "$RUN_STDERR"
+        t_is "$(inits)" "$n" "cold cache, only cuda requirements: no NVML start (CUDA version from libcuda)"
+        t_not "cold cache, only cuda requirements: the libcuda answer is not saved" test -e "$SF"
+        req_run cold-all "cuda>=12.0"
+        t_is "$RUN_RC" 0 "cold cache, cuda>=12.0, all GPUs with MIG instances: starts" || t_diag "$RUN_STDERR"
+        t_is "$(inits)" $((n + 1)) "cold cache, cuda>=12.0, all GPUs with MIG instances: NVML asked (MIG devices)"
+        # Brand, arch and driver still need NVML (and fill the cache).
+        i=0
+        for e in "cuda>=12.0 brand=tesla" "arch>=8.0" "driver>=500"; do
+                i=$((i + 1))
+                cli cache clear
+                n=$(inits)
+                req_run "nvml$i" "$e" 0,1
+                t_is "$RUN_RC" 0 "cold cache, NVIDIA_REQUIRE_CUDA=$e: starts" || t_diag "$RUN_STDERR"
+                t_is "$(inits)" $((n + 1)) "cold cache, NVIDIA_REQUIRE_CUDA=$e: NVML asked"
+                t_ok "cold cache, NVIDIA_REQUIRE_CUDA=$e: NVML's answer saved" test -f "$SF"
+        done
+        # --no-cache: no lookup, and only cuda requirements still need no NVML.
+        printf '{"cli": {"root": "%s", "path": "%s", "no-cache": true}, "log": {"file": "%s"}}\n' \
+                "$R" "$GPU_CLI" "$T/hook.log" >"$T/hook-nocache.json"
+        nocache_run() {
+                make_bundle "$T/b-$1" "$T/rootfs" /bin/true
+                bundle_set_env "$T/b-$1" NVIDIA_VISIBLE_DEVICES=0,1 "NVIDIA_REQUIRE_CUDA=$2"
+                bundle_add_hook "$T/b-$1" createRuntime "$GPU_HOOK" "--config=$T/hook-nocache.json" createRuntime
+                run_runc "$T/b-$1" "$1"
+        }
+        n=$(inits)
+        nocache_run nocache "cuda>=12.0"
+        t_is "$RUN_RC" 0 "--no-cache + cuda>=12.0: starts" || t_diag "$RUN_STDERR"
+        t_is "$(inits)" "$n" "--no-cache + cuda>=12.0: no NVML start (libcuda)"
+        n=$(inits)
+        nocache_run nocache2 "cuda>=12.0 brand=tesla"
+        t_is "$RUN_RC" 0 "--no-cache + cuda>=12.0 brand=tesla: starts" || t_diag "$RUN_STDERR"
+        t_is "$(inits)" $((n + 1)) "--no-cache + a brand requirement: NVML asked"
+
+        # The same decisions and messages from libcuda as from NVML: each expression once through
+        # libcuda, once with libcuda unreadable to the service child (which falls back to NVML).
+        cudalib=$(readlink -f "$R/usr/lib/x86_64-linux-gnu/libcuda.so.1")
+        cudamode=$(stat -c %a "$cudalib")
+        decide() { # $1 tag, $2 expression: "started|" or "refused|<requirement message>"
+                cli cache clear
+                req_run "$1" "$2" 0,1
+                printf '%s|%s' "$([ "$RUN_RC" -eq 0 ] && echo started || echo refused)" \
+                        "$(printf '%s' "$RUN_STDERR" | grep -o "requirement.*")"
+        }
+        i=0
+        for e in "cuda>=13.1" "cuda<13.0" "cuda>=99.0 cuda<=12.9" "cuda=13.0" "CUDA>=12.0,cuda<14"; do
+                i=$((i + 1))
+                n=$(inits)
+                fast=$(decide "lc$i" "$e")
+                t_is "$(inits)" "$n" "'$e' on a cold cache: no NVML start"
+                chmod 0600 "$cudalib"
+                slow=$(decide "nv$i" "$e")
+                chmod "$cudamode" "$cudalib"
+                t_is "$(inits)" $((n + 1)) "'$e' with libcuda unusable: falls back to NVML"
+                t_is "$fast" "$slow" "'$e': the same decision and message from libcuda and NVML (${fast%%|*})"
+        done
+        t_is "$fast" "started|" "the last expression is met (the set has both outcomes)"
+        t_match "$(decide lc-unmet "cuda>=13.1")" \
+                "^refused\|requirement 'cuda>=13\.1' not met: the driver supports CUDA 13\.0" \
+                "an unmet cuda requirement from libcuda: refused, naming the driver's CUDA version"
+
+        cli cache refresh >/dev/null
         n=$(inits)
         req_run warm "cuda>=12.0"
         t_is "$RUN_RC" 0 "runc + NVIDIA_REQUIRE_CUDA=cuda>=12.0, warm cache: starts" || t_diag "$RUN_STDERR"

@@ -151,11 +151,32 @@ static void test_messages(void)
         gh_error_free(&err);
 }
 
+static unsigned keys(const char *expr)
+{
+        _cleanup_require_ struct gh_require *req = NULL;
+        _cleanup_error_ gh_error_t err = NULL;
+
+        if (gh_require_parse(expr, &req, &err) < 0)
+                return ~0u;
+        return gh_require_keys(req);
+}
+
+static void test_keys(void)
+{
+        is_int((int) keys("cuda>=12.0"), GH_REQUIRE_KEY_CUDA, "keys: cuda alone");
+        is_int((int) keys("CUDA>=12.0,cuda<14 cuda=11.8"), GH_REQUIRE_KEY_CUDA, "keys: only cuda, any case, AND and OR");
+        is_int((int) keys("cuda>=12.0 brand=tesla"), GH_REQUIRE_KEY_CUDA | GH_REQUIRE_KEY_BRAND,
+               "keys: a brand in another alternative counts");
+        is_int((int) keys("cuda>=12.0,arch>=8.0"), GH_REQUIRE_KEY_CUDA | GH_REQUIRE_KEY_ARCH, "keys: cuda and arch");
+        is_int((int) keys("driver>=500"), GH_REQUIRE_KEY_DRIVER, "keys: driver alone");
+}
+
 int main(void)
 {
         test_versions();
         test_eval();
         test_parse_errors();
         test_messages();
+        test_keys();
         return tap_done();
 }
