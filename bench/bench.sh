@@ -91,7 +91,7 @@ if [ -n "${CONF_MED[2]:-}" ] && [ -n "${CONF_MED[64]:-}" ]; then
 fi
 
 # ---- driver-state cache ------------------------------------------------------------------------
-if [ $hook_ok = 1 ] && [ -n "${ROOTS[2]:-}" ]; then
+if [ -n "${ROOTS[2]:-}" ]; then
         STATE=$T/state/driver-state.json
         printf '{"cli": {"root": "%s", "path": "%s", "state-file": "%s"}, "log": {"file": "%s"}}\n' \
                 "${ROOTS[2]}" "$GPU_CLI" "$STATE" "$T/gpu-hook.log" >"$T/gpu-hook-cache.json"

@@ -215,8 +215,10 @@ bench_print_il() {
 
 # bench_statecache_table CONFIG_ALL CONFIG_CACHE STATE_FILE: the driver-state cache table.  CONFIG_*
 # are gpu-hook config files (the second names STATE_FILE as cli.state-file); rows: no hook (baseline),
-# gpu-hook with all GPUs, gpu-hook + NVIDIA_REQUIRE_CUDA=cuda>=12.0 on a warm and on a cold cache, and
-# a plain start right after each.  Uses $T/rootfs; resets BENCH_TABLE and the baseline.
+# gpu-hook with all GPUs, gpu-hook + NVIDIA_REQUIRE_CUDA on a cold cache through NVML (an arch
+# condition needs it; this start fills the cache), cuda>=12.0 on the warm cache, cuda>=12.0 on a cold
+# cache (the CUDA version from libcuda, nothing saved), and a plain start right after each.  Uses
+# $T/rootfs; resets BENCH_TABLE and the baseline.
 bench_statecache_table() {
         local cfg=$1 cfg_cache=$2 state=$3
         BENCH_TABLE=() BENCH_BASELINE=""
@@ -228,16 +230,23 @@ bench_statecache_table() {
         bundle_add_hook "$T/il-cuda" createRuntime "$GPU_HOOK" "--config=$cfg_cache" createRuntime
         bundle_set_env "$T/il-cuda" NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility \
                 "NVIDIA_REQUIRE_CUDA=cuda>=12.0"
+        make_bundle "$T/il-nvml" "$T/rootfs" /bin/true
+        bundle_add_hook "$T/il-nvml" createRuntime "$GPU_HOOK" "--config=$cfg_cache" createRuntime
+        bundle_set_env "$T/il-nvml" NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility \
+                "NVIDIA_REQUIRE_CUDA=cuda>=12.0,arch>=1.0"
         BENCH_STATE_FILE=$state
         _bench_clear_cache() { "$GPU_CLI" --state-file="$BENCH_STATE_FILE" cache clear; }
         bench_interleave base:"$T/il-plain" all:"$T/il-all" after-all:"$T/il-plain" \
-                warm:"$T/il-cuda" after-warm:"$T/il-plain" cold:"$T/il-cuda":_bench_clear_cache \
-                after-cold:"$T/il-plain"
+                cold:"$T/il-nvml":_bench_clear_cache after-cold:"$T/il-plain" \
+                warm:"$T/il-cuda" after-warm:"$T/il-plain" \
+                cuda:"$T/il-cuda":_bench_clear_cache after-cuda:"$T/il-plain"
         bench_il_row base "no hook (baseline)" baseline
         bench_il_row all "gpu-hook, all GPUs, compute,utility"
         bench_il_row after-all "  no hook, right after the one above"
         bench_il_row warm "gpu-hook + NVIDIA_REQUIRE_CUDA=cuda>=12.0, warm driver-state cache"
         bench_il_row after-warm "  no hook, right after the one above"
-        bench_il_row cold "gpu-hook + NVIDIA_REQUIRE_CUDA=cuda>=12.0, cold cache (NVML)"
+        bench_il_row cold "gpu-hook + NVIDIA_REQUIRE_CUDA=cuda>=12.0,arch>=1.0, cold cache (NVML)"
         bench_il_row after-cold "  no hook, right after the one above (NVML after-effect)"
+        bench_il_row cuda "gpu-hook + NVIDIA_REQUIRE_CUDA=cuda>=12.0, cold cache (libcuda, no NVML)"
+        bench_il_row after-cuda "  no hook, right after the one above"
 }
