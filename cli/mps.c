@@ -39,29 +39,9 @@ static void usage(FILE *out)
                 "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found.\n");
 }
 
-/* The host path of nvidia-cuda-mps-control of the driver under g->root. */
 static int find_control(const struct cli_globals *g, int rootfd, char **path, gh_error_t *err)
 {
-        struct gh_driver_opts o = { .caps = GH_CAP_COMPUTE, .ldcache = g->ldcache, .no_persistenced = true,
-                                    .no_fabricmanager = true, .no_gsp_firmware = true };
-        struct gh_driver *drv = NULL;
-        int r = -1;
-
-        *path = NULL;
-        if (gh_driver_discover(rootfd, &o, &drv, err) < 0)
-                return -1;
-        for (size_t i = 0; i < drv->bins.n; i++) {
-                const char *p = drv->bins.v[i].path, *base = strrchr(p, '/');
-                if (strcmp(base ? base + 1 : p, GH_MPS_CONTROL) == 0) {
-                        r = asprintf(path, "%s%s", strcmp(g->root, "/") == 0 ? "" : g->root, p) < 0 ? -1 : 0;
-                        break;
-                }
-        }
-        gh_driver_free(drv);
-        if (r < 0 && *path == NULL)
-                return gh_err(err, 0, "the driver under %s has no " GH_MPS_CONTROL "; install the driver's MPS programs",
-                              g->root);
-        return r;
+        return gh_mps_find_control(rootfd, g->root, g->ldcache, path, err);
 }
 
 static int start(int argc, char **argv, const struct cli_globals *g, const char *dir)
@@ -124,33 +104,19 @@ fail:
         return gh_error_exit_status(err);
 }
 
-/* Client pids of a live group: get_server_list, then get_client_list of each server. */
+/* Client pids of a live group (none when the driver's control program is missing). */
 static json_t *group_clients(const char *dir, const struct gh_mps_group *grp, const char *control)
 {
-        json_t *pids = json_array();
-        _cleanup_free_ char *servers = NULL;
+        json_t *arr = json_array();
+        _cleanup_free_ pid_t *pids = NULL;
         _cleanup_error_ gh_error_t e = NULL;
+        size_t n = 0;
 
-        if (pids == NULL || !grp->alive || control == NULL ||
-            gh_mps_control(dir, grp->name, control, "get_server_list\n", &servers, &e) < 0)
-                return pids;
-        for (char *tok = strtok(servers, " \t\n"); tok; tok = strtok(NULL, " \t\n")) {
-                char *end, cmd[64];
-                long server = strtol(tok, &end, 10);
-                _cleanup_free_ char *clients = NULL;
-                _cleanup_error_ gh_error_t e2 = NULL;
-                if (*end != '\0' || server <= 0)
-                        continue;
-                snprintf(cmd, sizeof(cmd), "get_client_list %ld\n", server);
-                if (gh_mps_control(dir, grp->name, control, cmd, &clients, &e2) < 0)
-                        continue;
-                for (char *c = clients, *save = NULL, *t; (t = strtok_r(c, " \t\n", &save)) != NULL; c = NULL) {
-                        long pid = strtol(t, &end, 10);
-                        if (*end == '\0' && pid > 0)
-                                json_array_append_new(pids, json_integer(pid));
-                }
-        }
-        return pids;
+        if (arr == NULL || !grp->alive || control == NULL || gh_mps_clients(dir, grp->name, control, &pids, &n, &e) < 0)
+                return arr;
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(arr, json_integer(pids[i]));
+        return arr;
 }
 
 static int list(int argc, char **argv, const struct cli_globals *g, const char *dir)
