@@ -15,6 +15,8 @@
 #include "mps.h"
 #include "rootfs.h"
 #include "select.h"
+#include "service.h"
+#include "usage.h"
 
 static void usage(FILE *out)
 {
@@ -31,7 +33,8 @@ static void usage(FILE *out)
                 "  --threads=PERCENT  set_default_active_thread_percentage (1-100)\n"
                 "  --memory=SIZE      set_default_device_pinned_mem_limit, e.g. 4G or 512M\n"
                 "  --dir=DIR          where groups live (default " GH_MPS_DEFAULT_DIR ")\n"
-                "  --json             list as JSON: [{\"name\", \"gpu_uuid\", \"gpu_index\", \"threads\",\n"
+                "  --json             list as JSON: [{\"name\", \"gpu_uuid\", \"gpu_index\", \"compute_mode\"\n"
+                "                     (\"Default\", \"Exclusive_Process\", ... or null: unknown), \"threads\",\n"
                 "                     \"memory_mib\", \"pid\", \"alive\", \"clients\": [pid], \"dir\"}]\n"
                 "\n"
                 "The compute mode is never changed: enforcement against processes that bypass MPS needs the\n"
@@ -119,6 +122,15 @@ static json_t *group_clients(const char *dir, const struct gh_mps_group *grp, co
         return arr;
 }
 
+/* The compute mode of the GPU with this UUID, from NVML through the driver service; -1 unknown. */
+static int compute_mode(const struct gh_gpu_list *gpus, const char *uuid)
+{
+        for (size_t i = 0; gpus && i < gpus->n; i++)
+                if (strcasecmp(gpus->gpus[i].uuid, uuid) == 0 && gpus->gpus[i].usage != NULL)
+                        return gpus->gpus[i].usage->compute_mode;
+        return -1;
+}
+
 static int list(int argc, char **argv, const struct cli_globals *g, const char *dir)
 {
         _cleanup_error_ gh_error_t err = NULL;
@@ -145,14 +157,27 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
         rootfd = gh_rootfs_open(g->root, &err);
         if (rootfd < 0 || find_control(g, rootfd, &control, &err) < 0)
                 gh_error_free(&err);
+        /* the compute mode needs NVML; without it the mode is unknown (said on stderr) */
+        _cleanup_gpu_list_ struct gh_gpu_list gpus = { 0 };
+        struct gh_gpus_opts gopts = GH_GPUS_OPTS_DEFAULT;
+        bool have_gpus = false;
+        gopts.with_usage = true;
+        if (n > 0 && rootfd >= 0 && (g->user == NULL || gh_service_parse_user(g->user, &gopts.uid, &gopts.gid, &err) == 0)) {
+                have_gpus = gh_gpus_load(rootfd, &gopts, &gpus, &err) == 0;
+                if (!have_gpus)
+                        fprintf(stderr, "gpu-cli mps list: compute modes unknown: %s\n", err->msg);
+                gh_error_free(&err);
+        }
         arr = json_array();
         for (size_t i = 0; i < n && arr; i++) {
                 const struct gh_mps_group *grp = &groups[i];
                 char path[4096];
+                int mode = compute_mode(have_gpus ? &gpus : NULL, grp->gpu_uuid);
                 snprintf(path, sizeof(path), "%s/%s", dir ? dir : GH_MPS_DEFAULT_DIR, grp->name);
                 json_array_append_new(
-                        arr, json_pack("{s:s, s:s, s:i, s:i, s:I, s:i, s:b, s:o, s:s}", "name", grp->name, "gpu_uuid",
-                                       grp->gpu_uuid, "gpu_index", (int) grp->gpu_index, "threads", grp->threads,
+                        arr, json_pack("{s:s, s:s, s:i, s:o, s:i, s:I, s:i, s:b, s:o, s:s}", "name", grp->name, "gpu_uuid",
+                                       grp->gpu_uuid, "gpu_index", (int) grp->gpu_index, "compute_mode",
+                                       mode >= 0 ? json_string(gh_compute_mode_name(mode)) : json_null(), "threads", grp->threads,
                                        "memory_mib", (json_int_t) grp->memory_mib, "pid", (int) grp->pid, "alive",
                                        grp->alive, "clients", group_clients(dir, grp, control), "dir", path));
         }
@@ -164,8 +189,8 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
                         puts(s);
                 free(s);
         } else {
-                printf("%-20s %-5s %-8s %-10s %-8s %-6s %s\n", "NAME", "GPU", "THREADS", "MEMORY", "PID", "STATE",
-                       "CLIENTS");
+                printf("%-20s %-5s %-17s %-8s %-10s %-8s %-6s %s\n", "NAME", "GPU", "MODE", "THREADS", "MEMORY", "PID",
+                       "STATE", "CLIENTS");
                 size_t i;
                 json_t *o;
                 json_array_foreach(arr, i, o) {
@@ -181,7 +206,8 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
                                 if (len < sizeof(clients) - 16)
                                         len += (size_t) snprintf(clients + len, sizeof(clients) - len, "%s%lld",
                                                                  len ? "," : "", (long long) json_integer_value(c));
-                        printf("%-20s %-5u %-8s %-10s %-8d %-6s %s\n", grp->name, grp->gpu_index, threads, memory,
+                        printf("%-20s %-5u %-17s %-8s %-10s %-8d %-6s %s\n", grp->name, grp->gpu_index,
+                               gh_compute_mode_name(compute_mode(have_gpus ? &gpus : NULL, grp->gpu_uuid)), threads, memory,
                                (int) grp->pid, grp->alive ? "alive" : "dead", len ? clients : "-");
                 }
         }

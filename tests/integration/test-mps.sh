@@ -9,7 +9,13 @@ MKROOT=$GH_SOURCE_DIR/tests/fake-driver/make-root.sh
 CLI=${GPU_CLI:?}
 
 DRV=$T/drv
-bash "$MKROOT" "$DRV" >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_fail "make-root.sh"; t_done; }
+# GPU 1 in the EXCLUSIVE_PROCESS compute mode (nvmlDeviceGetComputeMode), GPU 0 in the default one
+python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["gpus"][1]["compute_mode"] = 3
+json.dump(p, sys.stdout)' "$GH_SOURCE_DIR/tests/fake-driver/profiles/default.json" >"$T/profile.json"
+bash "$MKROOT" "$DRV" --profile "$T/profile.json" >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_fail "make-root.sh"; t_done; }
 D=$T/mps
 G=("$CLI" --root="$DRV" mps --dir="$D")
 UUID0=$(sed -n 's/^GPU UUID:[[:space:]]*//p' "$DRV"/proc/driver/nvidia/gpus/$(ls "$DRV/proc/driver/nvidia/gpus" | sort | head -n1)/information)
@@ -47,9 +53,9 @@ t_is "$(stat -c %a "$D/g1")" 755 "the group directory is 0755"
 
 # --- list
 out=$("${G[@]}" list)
-t_match "$out" "^g1 +1 +30% +4096M +$pid +alive +-\$" "list shows the group, its GPU, limits, pid and no clients"
-t_is "$("${G[@]}" list --json | python3 -c 'import json,sys; g=json.load(sys.stdin)[0]; print(g["name"], g["gpu_uuid"], g["threads"], g["memory_mib"], g["alive"], g["clients"])')" \
-        "g1 $UUID1 30 4096 True []" "list --json"
+t_match "$out" "^g1 +1 +Exclusive_Process +30% +4096M +$pid +alive +-\$" "list shows the group, its GPU, the GPU's compute mode, limits, pid and no clients"
+t_is "$("${G[@]}" list --json | python3 -c 'import json,sys; g=json.load(sys.stdin)[0]; print(g["name"], g["gpu_uuid"], g["compute_mode"], g["threads"], g["memory_mib"], g["alive"], g["clients"])')" \
+        "g1 $UUID1 Exclusive_Process 30 4096 True []" "list --json"
 # a client that stays connected is listed
 (echo hold | CUDA_MPS_PIPE_DIRECTORY=$D/g1/pipe "$DRV/usr/bin/nvidia-cuda-mps-control" >/dev/null 2>&1) &
 holder=$!
@@ -188,6 +194,7 @@ t_match "$("$CLI" --root="$DRV" ps --no-trunc --state-dir="$T_RUNC_ROOT" --mps-d
 # a dead daemon: host doctor fails naming the fix
 t_ok "mps start dead on GPU 0" "${G[@]}" start dead --device=0 --threads=20
 dpid=$(state pid dead)
+t_match "$("${G[@]}" list)" "^dead +0 +Default +20% " "list: GPU 0's compute mode is Default"
 kill -9 "$dpid"
 for _ in $(seq 50); do gone "$dpid" && break; sleep 0.1; done
 DOC=$("${DOCTOR[@]}")
