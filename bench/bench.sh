@@ -7,7 +7,10 @@
 #   - `runc run /bin/true` without a hook (the baseline of the ratios, measured in the same run),
 #   - the same with gpu-hook as createRuntime hook on a non-GPU container and on a GPU container
 #     (fake 2-GPU driver, NVIDIA_VISIBLE_DEVICES=all, compute,utility),
-#   - `gpu-cli configure` alone for the 2-, 8- and 64-GPU profiles, and the cost per extra GPU.
+#   - `gpu-cli configure` alone for the 2-, 8- and 64-GPU profiles, and the cost per extra GPU;
+# then the driver-state cache table (bench_statecache_table in common.sh: interleaved rounds, each
+# a plain start, gpu-hook with all GPUs, NVIDIA_REQUIRE_CUDA on a warm and a cold cache, and a plain
+# start right after each), `gpu-cli info` from proc, cache and NVML, and the fingerprint's cost.
 # Rows whose feature has not landed say "not landed".
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -85,4 +88,25 @@ if [ -n "${CONF_MED[2]:-}" ] && [ -n "${CONF_MED[64]:-}" ]; then
         echo
         awk -v a="${CONF_MED[2]}" -v b="${CONF_MED[64]}" \
                 'BEGIN { printf "configure cost per extra GPU (64 vs 2 GPUs): %.2f ms\n", (b - a) / 62 / 1000 }'
+fi
+
+# ---- driver-state cache ------------------------------------------------------------------------
+if [ $hook_ok = 1 ] && [ -n "${ROOTS[2]:-}" ]; then
+        STATE=$T/state/driver-state.json
+        printf '{"cli": {"root": "%s", "path": "%s", "state-file": "%s"}, "log": {"file": "%s"}}\n' \
+                "${ROOTS[2]}" "$GPU_CLI" "$STATE" "$T/gpu-hook.log" >"$T/gpu-hook-cache.json"
+        echo
+        echo "## driver-state cache (2 fake GPUs; the fake NVML costs what a process start and dlopen cost, not what the real one does)"
+        echo
+        bench_statecache_table "$T/gpu-hook-cache.json" "$T/gpu-hook-cache.json" "$STATE"
+        bench_print_il
+        echo
+        BENCH_TABLE=() BENCH_BASELINE=""
+        "$GPU_CLI" --root="${ROOTS[2]}" --state-file="$STATE" cache refresh >/dev/null
+        bench_measure "gpu-cli info --fast (proc)" cmd "$GPU_CLI" --root="${ROOTS[2]}" --state-file="$STATE" info --fast
+        bench_measure "gpu-cli info, warm cache" cmd "$GPU_CLI" --root="${ROOTS[2]}" --state-file="$STATE" info
+        bench_measure "gpu-cli info --no-cache (NVML)" cmd "$GPU_CLI" --root="${ROOTS[2]}" --state-file="$STATE" info --no-cache
+        bench_print
+        echo
+        echo "driver-state $("$GPU_CLI" --root="${ROOTS[2]}" cache fingerprint --repeat=2000 2>&1)"
 fi

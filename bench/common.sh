@@ -158,3 +158,86 @@ bench_runc_baselines() {
                 bench_row "runc run /bin/true, /bin/true as a createRuntime hook (runc's hook cost)"
         fi
 }
+
+# bench_interleave SPEC...: `runc run` of several bundles round-robin, so that slow drift of the
+# machine hits every row alike, and so that a row can measure what a start costs right AFTER another
+# kind of start (the NVML after-effect: the driver's teardown when an NVML client exits slows the next
+# start).  SPEC is NAME:BUNDLE or NAME:BUNDLE:BEFORE, BEFORE a command run outside the timing before
+# each of that row's starts.  Runs ${GH_BENCH_RUNS:-21} rounds after BENCH_WARMUP; samples go to
+# BENCH_IL[NAME] (microseconds, blank separated), failures to BENCH_IL_ERR[NAME].  Rows: bench_il_row.
+declare -gA BENCH_IL=() BENCH_IL_ERR=()
+BENCH_IL_RUNS=${GH_BENCH_RUNS:-21}
+bench_interleave() {
+        local i spec name bundle before id rc t0 t1
+        mkdir -p "$T_RUNC_ROOT"
+        for spec in "$@"; do
+                BENCH_IL[${spec%%:*}]=""
+                BENCH_IL_ERR[${spec%%:*}]=""
+        done
+        for ((i = 0; i < BENCH_WARMUP + BENCH_IL_RUNS; i++)); do
+                for spec in "$@"; do
+                        IFS=: read -r name bundle before <<<"$spec"
+                        [ -n "${BENCH_IL_ERR[$name]}" ] && continue
+                        [ -n "$before" ] && { $before >/dev/null 2>&1 || true; }
+                        _gh_next_id bench
+                        id=$RUN_ID
+                        t0=$EPOCHREALTIME
+                        timeout -k 5 "$GH_RUN_TIMEOUT" "$RUNC" --root "$T_RUNC_ROOT" run -b "$bundle" "$id" \
+                                </dev/null >/dev/null 2>"$T/.bench.err"
+                        rc=$?
+                        t1=$EPOCHREALTIME
+                        "$RUNC" --root "$T_RUNC_ROOT" delete -f "$id" >/dev/null 2>&1
+                        if [ $rc -ne 0 ]; then
+                                BENCH_IL_ERR[$name]="runc run exit $rc: $(tr '\n' ' ' <"$T/.bench.err" | sed 's/.*stderr: //' | head -c 200)"
+                                continue
+                        fi
+                        ((i >= BENCH_WARMUP)) && BENCH_IL[$name]+=" $(($(_us "$t1") - $(_us "$t0")))"
+                done
+        done
+}
+
+# bench_il_row NAME LABEL [baseline]: a table row from bench_interleave's samples of NAME.
+bench_il_row() {
+        if [ -n "${BENCH_IL_ERR[$1]:-}" ] || [ -z "${BENCH_IL[$1]:-}" ]; then
+                bench_note "$2" "failed: ${BENCH_IL_ERR[$1]:-no samples}"
+                return
+        fi
+        read -r -a BENCH_SAMPLES <<<"${BENCH_IL[$1]}"
+        bench_row "$2" ${3:-}
+}
+
+# bench_print_il: the interleaved table, with the runs it was made of.
+bench_print_il() {
+        echo "| \`runc run /bin/true\`, interleaved (${BENCH_IL_RUNS} rounds after ${BENCH_WARMUP} warm-up) | median ms | min ms | max ms | vs baseline |"
+        echo "|---|---:|---:|---:|---:|"
+        printf '%s\n' "${BENCH_TABLE[@]}"
+}
+
+# bench_statecache_table CONFIG_ALL CONFIG_CACHE STATE_FILE: the driver-state cache table.  CONFIG_*
+# are gpu-hook config files (the second names STATE_FILE as cli.state-file); rows: no hook (baseline),
+# gpu-hook with all GPUs, gpu-hook + NVIDIA_REQUIRE_CUDA=cuda>=12.0 on a warm and on a cold cache, and
+# a plain start right after each.  Uses $T/rootfs; resets BENCH_TABLE and the baseline.
+bench_statecache_table() {
+        local cfg=$1 cfg_cache=$2 state=$3
+        BENCH_TABLE=() BENCH_BASELINE=""
+        make_bundle "$T/il-plain" "$T/rootfs" /bin/true
+        make_bundle "$T/il-all" "$T/rootfs" /bin/true
+        bundle_add_hook "$T/il-all" createRuntime "$GPU_HOOK" "--config=$cfg" createRuntime
+        bundle_set_env "$T/il-all" NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility
+        make_bundle "$T/il-cuda" "$T/rootfs" /bin/true
+        bundle_add_hook "$T/il-cuda" createRuntime "$GPU_HOOK" "--config=$cfg_cache" createRuntime
+        bundle_set_env "$T/il-cuda" NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility \
+                "NVIDIA_REQUIRE_CUDA=cuda>=12.0"
+        BENCH_STATE_FILE=$state
+        _bench_clear_cache() { "$GPU_CLI" --state-file="$BENCH_STATE_FILE" cache clear; }
+        bench_interleave base:"$T/il-plain" all:"$T/il-all" after-all:"$T/il-plain" \
+                warm:"$T/il-cuda" after-warm:"$T/il-plain" cold:"$T/il-cuda":_bench_clear_cache \
+                after-cold:"$T/il-plain"
+        bench_il_row base "no hook (baseline)" baseline
+        bench_il_row all "gpu-hook, all GPUs, compute,utility"
+        bench_il_row after-all "  no hook, right after the one above"
+        bench_il_row warm "gpu-hook + NVIDIA_REQUIRE_CUDA=cuda>=12.0, warm driver-state cache"
+        bench_il_row after-warm "  no hook, right after the one above"
+        bench_il_row cold "gpu-hook + NVIDIA_REQUIRE_CUDA=cuda>=12.0, cold cache (NVML)"
+        bench_il_row after-cold "  no hook, right after the one above (NVML after-effect)"
+}

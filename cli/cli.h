@@ -18,6 +18,7 @@ struct cli_globals {
         bool load_kmods;     /* --load-kmods */
         bool no_pivot;       /* --no-pivot (accepted for compatibility) */
         bool json_log;       /* --log-format=json */
+        const char *state_file; /* --state-file (driver-state cache); NULL with --no-cache or another --root */
 };
 
 /* Each subcommand gets argv with argv[0] = its name, and returns the process exit status.
@@ -30,6 +31,10 @@ int cmd_ps(int argc, char **argv, const struct cli_globals *g);
 int cmd_top(int argc, char **argv, const struct cli_globals *g);
 int cmd_metrics(int argc, char **argv, const struct cli_globals *g);
 int cmd_mps(int argc, char **argv, const struct cli_globals *g);
+int cmd_setup(int argc, char **argv, const struct cli_globals *g);
+int cmd_cache(int argc, char **argv, const struct cli_globals *g);
+int cmd_cdi(int argc, char **argv, const struct cli_globals *g);
+int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g);
 
 /* A request seeded from the global options (--user); gh_request_init()ed by the caller. */
 struct gh_request;
@@ -39,7 +44,7 @@ int cli_request_init(struct gh_request *req, const struct cli_globals *g, gh_err
  * CLI_PLAN_ALL the document also has "layout", "proc", "cgroup" and "ldcache". */
 struct gh_plan;
 typedef struct json_t json_t;
-#define CLI_PLAN_ALL 0x3fu
+#define CLI_PLAN_ALL 0x7fu
 json_t *cli_plan_json(const struct gh_plan *plan, const char *root, unsigned sections);
 /* Prints the document (indented) on stdout and frees it; -1 when it could not be written. */
 int cli_print_json(json_t *doc);

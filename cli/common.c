@@ -6,5 +6,6 @@ int cli_request_init(struct gh_request *req, const struct cli_globals *g, gh_err
 {
         req->uid = g->uid;
         req->gid = g->gid;
+        req->state_file = g->state_file;
         return 0;
 }

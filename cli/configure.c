@@ -158,6 +158,6 @@ int cmd_configure(int argc, char **argv, const struct cli_globals *g)
         }
         gh_debug("configure done in %ld us (discover %ld, plan %ld, mount %ld, ldcache %ld, cgroup %ld, %zu items, %s)",
                  t.total_us, t.discover_us, t.plan_us, t.mount_us, t.ldcache_us, t.cgroup_us, t.items,
-                 t.used_nvml ? "NVML" : "fast path");
+                 gh_gpus_origin_name(t.gpus_origin));
         return CLI_EXIT_OK;
 }

@@ -18,11 +18,16 @@ enum format { FORMAT_TEXT, FORMAT_CSV, FORMAT_JSON };
 static void usage(FILE *out)
 {
         fprintf(out,
-                "Usage: gpu-cli [GLOBAL OPTIONS] info [--csv|--json] [--nvml|--fast] [--timeout=SECONDS]\n"
+                "Usage: gpu-cli [GLOBAL OPTIONS] info [--csv|--json] [--nvml|--fast|--cuda-only] [--no-cache] [--timeout=SECONDS]\n"
                 "\n"
                 "Shows the NVIDIA driver under --root and its GPUs.\n"
                 "\n"
-                "  --nvml            ask NVML, through an unprivileged chrooted service process (default)\n"
+                "  --nvml            NVML's answers (default): from the driver-state cache while the driver is\n"
+                "                    unchanged, else from NVML through an unprivileged chrooted service process\n"
+                "  --no-cache        ask NVML even when the driver-state cache holds (same as the global option)\n"
+                "  --cuda-only       --fast plus the CUDA version from libcuda (cuDriverGetVersion without cuInit,\n"
+                "                    in the same sandboxed child; no NVML): what a cold start with only cuda\n"
+                "                    requirements would need\n"
                 "  --fast            read only /proc/driver/nvidia: no CUDA version, brand, architecture or MIG\n"
                 "  --csv             CSV: a driver table, a blank line, a GPU table, and (when there are MIG\n"
                 "                    devices) a blank line and a MIG table; each table starts with a header row\n"
@@ -30,7 +35,7 @@ static void usage(FILE *out)
                 "  --timeout=SECONDS how long to wait for each NVML answer (default 5)\n"
                 "\n"
                 "JSON schema (fields that only NVML knows are null with --fast):\n"
-                "  { \"nvrm_version\": string, \"cuda_version\": string|null, \"source\": \"nvml\"|\"fast\",\n"
+                "  { \"nvrm_version\": string, \"cuda_version\": string|null, \"source\": \"nvml\"|\"cache\"|\"proc\"|\"proc+libcuda\",\n"
                 "    \"gpus\": [ { \"index\": int, \"minor\": int, \"model\": string, \"brand\": string|null,\n"
                 "                \"uuid\": string, \"bus_location\": \"0000:00:06.0\", \"architecture\": string|null,\n"
                 "                \"mig_enabled\": bool|null,\n"
@@ -46,8 +51,9 @@ static void usage(FILE *out)
 static void print_text(const struct gh_gpu_list *l)
 {
         printf("NVRM version:   %s\n", l->driver_version);
-        if (l->from_nvml)
+        if (l->cuda_version[0] != '\0')
                 printf("CUDA version:   %s\n", l->cuda_version);
+        printf("Source:         %s\n", gh_gpus_origin_name(l->origin));
         for (size_t i = 0; i < l->n; i++) {
                 const struct gh_gpu *g = &l->gpus[i];
                 printf("\nDevice Index:   %u\n", g->index);
@@ -129,8 +135,8 @@ static int print_json(const struct gh_gpu_list *l)
         char *text;
 
         json_object_set_new(root, "nvrm_version", json_string(l->driver_version));
-        json_object_set_new(root, "cuda_version", nvml_string(l, l->cuda_version));
-        json_object_set_new(root, "source", json_string(l->from_nvml ? "nvml" : "fast"));
+        json_object_set_new(root, "cuda_version", l->cuda_version[0] ? json_string(l->cuda_version) : json_null());
+        json_object_set_new(root, "source", json_string(gh_gpus_origin_name(l->origin)));
         for (size_t i = 0; i < l->n; i++) {
                 const struct gh_gpu *g = &l->gpus[i];
                 json_t *o = json_object(), *migs = json_array();
@@ -172,6 +178,7 @@ int cmd_info(int argc, char **argv, const struct cli_globals *g)
                 { "csv", no_argument, NULL, 'c' },  { "json", no_argument, NULL, 'j' },
                 { "nvml", no_argument, NULL, 'N' }, { "fast", no_argument, NULL, 'F' },
                 { "timeout", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
+                { "no-cache", no_argument, NULL, 'n' },     { "cuda-only", no_argument, NULL, 'U' },
                 { NULL, 0, NULL, 0 },
         };
         struct gh_gpus_opts gopts = GH_GPUS_OPTS_DEFAULT;
@@ -179,6 +186,7 @@ int cmd_info(int argc, char **argv, const struct cli_globals *g)
         _cleanup_error_ gh_error_t err = NULL;
         _cleanup_close_ int rootfd = -1;
         enum format format = FORMAT_TEXT;
+        bool no_cache = false;
         char version[GH_VERSION_MAX];
         int c;
 
@@ -188,6 +196,8 @@ int cmd_info(int argc, char **argv, const struct cli_globals *g)
                 case 'j': format = FORMAT_JSON; break;
                 case 'N': gopts.source = GH_GPUS_NVML; break;
                 case 'F': gopts.source = GH_GPUS_FAST; break;
+                case 'n': no_cache = true; break;
+                case 'U': gopts.source = GH_GPUS_CUDA; break;
                 case 't': {
                         char *end;
                         long s = strtol(optarg, &end, 10);
@@ -208,6 +218,7 @@ int cmd_info(int argc, char **argv, const struct cli_globals *g)
         }
         gopts.uid = g->uid;
         gopts.gid = g->gid;
+        gopts.state_file = no_cache ? NULL : g->state_file;
         rootfd = gh_rootfs_open(g->root, &err);
         if (rootfd < 0) {
                 fprintf(stderr, "gpu-cli: info: %s; check --root\n", err->msg);

@@ -22,6 +22,7 @@ enum {
         SHOW_BINARIES = 1u << GH_ROLE_BINARY,
         SHOW_FIRMWARES = 1u << GH_ROLE_FIRMWARE,
         SHOW_IPCS = 1u << GH_ROLE_IPC,
+        SHOW_CONFIGS = 1u << GH_ROLE_CONFIG,
 };
 
 static void usage(FILE *out)
@@ -30,7 +31,8 @@ static void usage(FILE *out)
                 "Usage: gpu-cli [GLOBAL OPTIONS] list [OPTIONS]\n"
                 "\n"
                 "Lists what a container asking for the same request would get from the driver under --root:\n"
-                "device nodes, then libraries, programs, firmware and IPC paths, one host path per line\n"
+                "device nodes, then libraries, programs, firmware, IPC paths and graphics loader files (Vulkan\n"
+                "ICD and layer, EGL vendor and platforms, application profiles), one host path per line\n"
                 "(root + path), or the whole plan as JSON.  It is `gpu-cli configure` without a container.\n"
                 "\n"
                 "  -d, --device=ID        also list the device nodes of these GPUs (all, indices, UUIDs, bus ids,\n"
@@ -39,6 +41,7 @@ static void usage(FILE *out)
                 "  -b, --binaries         list only programs\n"
                 "  -f, --firmwares        list only firmware files\n"
                 "  -i, --ipcs             list only IPC sockets and directories\n"
+                "      --configs          list only graphics loader files (docs/graphics.md)\n"
                 "      --compute --utility --video --graphics --display --ngx\n"
                 "                         only these driver capabilities (default: all of them)\n"
                 "      --compat32         include the 32-bit (i386) libraries\n"
@@ -53,7 +56,8 @@ static void usage(FILE *out)
                 "      --rootfs=DIR       place libraries as in this container root (default: --layout)\n"
                 "      --layout=NAME      debian (/usr/lib/x86_64-linux-gnu, the default) or lib64\n"
                 "      --json             the plan as one JSON object (docs/plan.md); with selectors, only\n"
-                "                         their sections: devices, libraries and links, binaries, firmwares, ipcs\n"
+                "                         their sections: devices, libraries and links, binaries, firmwares, ipcs,\n"
+                "                         configs\n"
                 "\n"
                 "Other request options of configure (--user, --no-cgroups, ...) are accepted and change nothing here.\n"
                 "\n"
@@ -67,7 +71,7 @@ struct list_opts {
         const char *rootfs, *layout;
 };
 
-enum { OPT_JSON = 0x100, OPT_ROOTFS, OPT_LAYOUT };
+enum { OPT_JSON = 0x100, OPT_ROOTFS, OPT_LAYOUT, OPT_CONFIGS };
 
 static int list_option(int c, const char *arg, struct gh_request *req, void *data, gh_error_t *err)
 {
@@ -78,6 +82,7 @@ static int list_option(int c, const char *arg, struct gh_request *req, void *dat
         case 'b': o->show |= SHOW_BINARIES; return 0;
         case 'f': o->show |= SHOW_FIRMWARES; return 0;
         case 'i': o->show |= SHOW_IPCS; return 0;
+        case OPT_CONFIGS: o->show |= SHOW_CONFIGS; return 0;
         case OPT_JSON: o->json = true; return 0;
         case OPT_ROOTFS: o->rootfs = arg; return 0;
         case OPT_LAYOUT: o->layout = arg; return 0;
@@ -94,6 +99,7 @@ static int parse_args(int argc, char **argv, const struct cli_globals *g, struct
                 { "binaries", no_argument, NULL, 'b' },
                 { "firmwares", no_argument, NULL, 'f' },
                 { "ipcs", no_argument, NULL, 'i' },
+                { "configs", no_argument, NULL, OPT_CONFIGS },
                 { "json", no_argument, NULL, OPT_JSON },
                 { "rootfs", required_argument, NULL, OPT_ROOTFS },
                 { "layout", required_argument, NULL, OPT_LAYOUT },
@@ -148,7 +154,7 @@ static void print_paths(const struct gh_plan *plan, const char *prefix, enum gh_
 int cmd_list(int argc, char **argv, const struct cli_globals *g)
 {
         static const enum gh_item_role order[] = { GH_ROLE_DEVICE, GH_ROLE_LIBRARY, GH_ROLE_BINARY, GH_ROLE_FIRMWARE,
-                                                   GH_ROLE_IPC };
+                                                   GH_ROLE_IPC, GH_ROLE_CONFIG };
         struct list_opts o = { 0 };
         _cleanup_request_ struct gh_request req = GH_REQUEST_INIT;
         _cleanup_error_ gh_error_t err = NULL;

@@ -9,6 +9,7 @@
 #include "gpuhook.h"
 #include "log.h"
 #include "service.h"
+#include "statecache.h"
 
 static void usage(FILE *out)
 {
@@ -22,7 +23,11 @@ static void usage(FILE *out)
                 "  ps          the processes using each GPU and their containers (top: refreshed)\n"
                 "  metrics     GPU and per-container usage in Prometheus text format (--listen to serve it)\n"
                 "  doctor      check the host, or one container (--pid, --container), for GPU problems\n"
+                "  cache       the driver-state cache: cache refresh|show|clear\n"
                 "  mps         MPS groups with per-group limits: mps start|stop|list\n"
+                "  setup       configure an engine: setup docker|containerd|crio|podman [--dry-run] [--undo]\n"
+                "  cdi         CDI specs: cdi generate, cdi list\n"
+                "  cdi-hook    the createContainer hook a CDI spec runs\n"
                 "\n"
                 "Global options:\n"
                 "  -r, --root=DIR         driver root (default /): ld.so.cache, PATH, /dev, /proc/driver/nvidia\n"
@@ -30,6 +35,10 @@ static void usage(FILE *out)
                 "  -u, --user=UID[:GID]   identity of the driver service child (default: the overflow uid)\n"
                 "  -d, --debug=FILE       append debug output to FILE\n"
                 "      --log-format=json  write the debug output as JSON lines\n"
+                "      --state-file=FILE  driver-state cache (default " GH_STATECACHE_DEFAULT " when --root is /;\n"
+                "                         none for another root unless given): NVML's answers kept until the\n"
+                "                         driver, its libraries, the GPUs or the MIG layout change\n"
+                "      --no-cache         neither read nor write the driver-state cache\n"
                 "  -k, --load-kmods       accepted for compatibility; gpu-cli never loads kernel modules\n"
                 "  -n, --no-pivot         accepted for compatibility\n"
                 "  -h, --help             show this help\n"
@@ -50,6 +59,10 @@ static const struct {
         { "top", cmd_top },
         { "metrics", cmd_metrics },
         { "doctor", cmd_doctor },
+        { "setup", cmd_setup },
+        { "cache", cmd_cache },
+        { "cdi", cmd_cdi },
+        { "cdi-hook", cmd_cdi_hook },
 };
 
 static int (*command_fn(const char *name))(int, char **, const struct cli_globals *)
@@ -67,9 +80,11 @@ int main(int argc, char **argv)
                 { "user", required_argument, NULL, 'u' },     { "debug", required_argument, NULL, 'd' },
                 { "load-kmods", no_argument, NULL, 'k' },     { "no-pivot", no_argument, NULL, 'n' },
                 { "log-format", required_argument, NULL, 'L' }, { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, 'V' },        { NULL, 0, NULL, 0 },
+                { "version", no_argument, NULL, 'V' },        { "state-file", required_argument, NULL, 'S' },
+                { "no-cache", no_argument, NULL, 'N' },       { NULL, 0, NULL, 0 },
         };
         struct cli_globals g = { .root = "/", .uid = (uid_t) -1, .gid = (gid_t) -1 };
+        bool no_cache = false;
         int (*fn)(int, char **, const struct cli_globals *);
         int c;
 
@@ -83,6 +98,8 @@ int main(int argc, char **argv)
                 case 'd': g.debug = optarg; break;
                 case 'k': g.load_kmods = true; break;
                 case 'n': g.no_pivot = true; break;
+                case 'S': g.state_file = optarg; break;
+                case 'N': no_cache = true; break;
                 case 'L':
                         if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
                                 fprintf(stderr, "gpu-cli: --log-format must be 'text' or 'json', not '%s'\n", optarg);
@@ -103,6 +120,15 @@ int main(int argc, char **argv)
                 fprintf(stderr, "gpu-cli: --root '%s' must be an absolute path\n", g.root);
                 return CLI_EXIT_USAGE;
         }
+        if (g.state_file != NULL && (g.state_file[0] != '/' || g.state_file[strlen(g.state_file) - 1] == '/')) {
+                fprintf(stderr, "gpu-cli: --state-file '%s' must be an absolute file path\n", g.state_file);
+                return CLI_EXIT_USAGE;
+        }
+        /* The default cache belongs to the host's driver; another driver root has one only when asked. */
+        if (g.state_file == NULL && strcmp(g.root, "/") == 0)
+                g.state_file = GH_STATECACHE_DEFAULT;
+        if (no_cache)
+                g.state_file = NULL;
         /* Parsed once here, so that every command refuses a bad --user the same way. */
         if (g.user != NULL) {
                 gh_error_t err = NULL;

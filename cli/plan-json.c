@@ -12,6 +12,7 @@
 static const char *const section_names[] = {
         [GH_ROLE_DEVICE] = "devices",     [GH_ROLE_LIBRARY] = "libraries", [GH_ROLE_BINARY] = "binaries",
         [GH_ROLE_FIRMWARE] = "firmwares", [GH_ROLE_IPC] = "ipcs",          [GH_ROLE_LINK] = "links",
+        [GH_ROLE_CONFIG] = "configs",
 };
 
 static json_t *item_json(const struct gh_item *it, const char *prefix)
@@ -65,7 +66,7 @@ static json_t *item_json(const struct gh_item *it, const char *prefix)
 
 json_t *cli_plan_json(const struct gh_plan *plan, const char *root, unsigned sections)
 {
-        json_t *doc = json_object(), *arrays[GH_ROLE_LINK + 1] = { NULL };
+        json_t *doc = json_object(), *arrays[GH_ROLE_CONFIG + 1] = { NULL };
         char *prefix = strdup(root);
 
         if (doc == NULL || prefix == NULL) {
@@ -85,7 +86,7 @@ json_t *cli_plan_json(const struct gh_plan *plan, const char *root, unsigned sec
                 json_object_set_new(doc, "layout", l);
         }
         /* Sections asked for but empty still appear, so scripts can index them. */
-        for (int r = GH_ROLE_DEVICE; r <= GH_ROLE_LINK; r++) {
+        for (int r = GH_ROLE_DEVICE; r <= GH_ROLE_CONFIG; r++) {
                 if (!(sections & (1u << r)))
                         continue;
                 arrays[r] = json_array();

@@ -11,6 +11,8 @@ GH_DEPS=(
         runc crun podman busybox-static bpftool
         python3 file util-linux time patchelf valgrind
         libmicrohttpd-dev prometheus tmux
+        libvulkan-dev libegl-dev libgles-dev
+        docker.io containerd scdoc debhelper dpkg-dev rpcsvc-proto man-db
 )
 
 # Packages of GH_DEPS that are not installed.  Safe under `set -euo pipefail`: dpkg-query exits 1

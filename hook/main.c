@@ -21,6 +21,13 @@
 #include "log.h"
 #include "oci.h"
 
+/* The engine tests (tests/integration/meson.build) build a second gpu-hook whose compiled-in default
+ * points into the build directory: Docker runs the hook with no way to pass --config. */
+#ifdef GH_TEST_DEFAULT_CONFIG
+#undef GPUHOOK_DEFAULT_CONFIG
+#define GPUHOOK_DEFAULT_CONFIG GH_TEST_DEFAULT_CONFIG
+#endif
+
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 struct options {

@@ -33,6 +33,8 @@ char **gh_hook_configure_argv(const struct gh_config *cfg, const struct gh_reque
             (debug && (gh_argv_add(&v, &n, err, "--debug=%s", debug) < 0 ||
                        gh_argv_add(&v, &n, err, "--log-format=json") < 0)) ||
             (cfg->cli.load_kmods && gh_argv_add(&v, &n, err, "--load-kmods") < 0) ||
+            (cfg->cli.state_file && gh_argv_add(&v, &n, err, "--state-file=%s", cfg->cli.state_file) < 0) ||
+            (cfg->cli.no_cache && gh_argv_add(&v, &n, err, "--no-cache") < 0) ||
             gh_argv_add(&v, &n, err, "configure") < 0 || gh_argv_add(&v, &n, err, "--pid=%d", (int) pid) < 0 ||
             gh_request_to_argv(req, &v, &n, err) < 0 || gh_argv_add(&v, &n, err, "%s", rootfs) < 0)
                 return gh_err_wrap(err, "building the gpu-cli command line"), NULL;

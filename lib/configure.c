@@ -68,8 +68,9 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         if (gh_plan_load_gpus(droot, req, &gpus, err) < 0)
                 goto out;
         t->used_nvml = gpus.from_nvml;
+        t->gpus_origin = gpus.origin;
         t1 = now_us();
-        gh_debug("discover: GPUs %ld us (%zu, %s)", t1 - td, gpus.n, gpus.from_nvml ? "NVML service" : "fast path");
+        gh_debug("discover: GPUs %ld us (%zu, %s)", t1 - td, gpus.n, gh_gpus_origin_name(gpus.origin));
         t->discover_us = t1 - t0;
 
         /* Plan: decide every target and open every source while still on the host.  Looking at

@@ -31,8 +31,9 @@ struct gh_configure_opts {
 /* Timings of the last gh_configure() call, microseconds, for logs and benchmarks. */
 struct gh_configure_timings {
         long discover_us, plan_us, mount_us, ldcache_us, cgroup_us, total_us;
-        bool used_nvml;
-        size_t items; /* plan items applied */
+        bool used_nvml;  /* NVML's facts were needed (from the service or the driver-state cache) */
+        int gpus_origin; /* enum gh_gpus_origin: where they came from */
+        size_t items;    /* plan items applied */
 };
 
 /* Returns 0, or -1 with *err filled (its kind: GH_ERR_NO_DRIVER, GH_ERR_REQUIREMENT, ...). */

@@ -21,6 +21,8 @@
 /* A non-GLVND libGL/libEGL/libGLES is NVIDIA's only if it is built on NVIDIA's GL core; Mesa's
  * libraries of the same names are not. */
 #define NEEDS_NVIDIA_CORE 1u
+/* Libraries NVIDIA ships with their own version (libnvidia-egl-wayland.so.1.1.19): any `.so.N.N...`. */
+#define OWN_VERSION 2u
 
 static const struct {
         const char *stem;
@@ -33,7 +35,8 @@ static const struct {
         { "libcuda", GH_CAP_COMPUTE, 0 },
         { "libcudadebugger", GH_CAP_COMPUTE, 0 },
         { "libnvidia-opencl", GH_CAP_COMPUTE, 0 },
-        { "libnvidia-gpucomp", GH_CAP_COMPUTE, 0 },
+        /* NVIDIA's shared shader compiler: the GL and Vulkan cores use it as much as CUDA does. */
+        { "libnvidia-gpucomp", GH_CAP_COMPUTE | GH_CAP_GRAPHICS, 0 },
         { "libnvidia-ptxjitcompiler", GH_CAP_COMPUTE, 0 },
         { "libnvidia-fatbinaryloader", GH_CAP_COMPUTE, 0 },
         { "libnvidia-allocator", GH_CAP_COMPUTE, 0 },
@@ -59,6 +62,10 @@ static const struct {
         { "libGLESv1_CM_nvidia", GH_CAP_GRAPHICS, 0 },
         { "libnvidia-glvkspirv", GH_CAP_GRAPHICS, 0 },
         { "libnvidia-cbl", GH_CAP_GRAPHICS, 0 },
+        { "libnvidia-egl-wayland", GH_CAP_GRAPHICS, OWN_VERSION },
+        { "libnvidia-egl-gbm", GH_CAP_GRAPHICS, OWN_VERSION },
+        { "libnvidia-egl-xcb", GH_CAP_GRAPHICS, OWN_VERSION },
+        { "libnvidia-egl-xlib", GH_CAP_GRAPHICS, OWN_VERSION },
         { "libGL", GH_CAP_GRAPHICS, NEEDS_NVIDIA_CORE },
         { "libEGL", GH_CAP_GRAPHICS, NEEDS_NVIDIA_CORE },
         { "libGLESv1_CM", GH_CAP_GRAPHICS, NEEDS_NVIDIA_CORE },
@@ -99,10 +106,15 @@ static int table_index(const char *key)
         return -1;
 }
 
+static unsigned first_bit(unsigned mask)
+{
+        return mask & -mask;
+}
+
 unsigned gh_driver_library_cap(const char *key)
 {
         int i = table_index(key);
-        return i < 0 ? 0 : library_table[i].cap;
+        return i < 0 ? 0 : first_bit(library_table[i].cap);
 }
 
 bool gh_driver_name_has_version(const char *name, const char *version)
@@ -242,6 +254,13 @@ static int add_file(struct gh_driver_files *f, char *path, char *soname, unsigne
         return 0;
 }
 
+static bool has_own_version(const char *name, const char *stem)
+{
+        size_t len = strlen(stem);
+        return strncmp(name, stem, len) == 0 && strncmp(name + len, ".so.", 4) == 0 &&
+               is_version_token(name + len + 4, strlen(name + len + 4));
+}
+
 /* One ld.so.cache entry: resolve, check, record.  A rejected candidate is a debug line. */
 static int consider_library(struct ctx *c, const struct gh_ldcache_entry *e, int idx, bool compat32, gh_error_t *err)
 {
@@ -272,7 +291,8 @@ static int consider_library(struct ctx *c, const struct gh_ldcache_entry *e, int
                 gh_debug("skipping %s -> %s: not a regular file inside the driver root", e->key, e->value);
                 return 0;
         }
-        if (!gh_driver_name_has_version(base_name(real), c->d->version)) {
+        if ((library_table[idx].flags & OWN_VERSION) ? !has_own_version(base_name(real), library_table[idx].stem)
+                                                      : !gh_driver_name_has_version(base_name(real), c->d->version)) {
                 gh_debug("skipping %s -> %s: its file %s is not named *.so.%s", e->key, e->value, real, c->d->version);
                 return 0;
         }
@@ -298,7 +318,8 @@ static int consider_library(struct ctx *c, const struct gh_ldcache_entry *e, int
         gh_debug("library %s (%s%s)", real, lib.soname, compat32 ? ", compat32" : "");
         soname = steal_pointer(&lib.soname);
         gh_elf_lib_free(&lib);
-        return add_file(&c->d->libs, steal_pointer(&real), soname, library_table[idx].cap, compat32, &st, err);
+        return add_file(&c->d->libs, steal_pointer(&real), soname, first_bit(library_table[idx].cap & c->caps), compat32,
+                        &st, err);
 }
 
 static int find_libraries(struct ctx *c, gh_error_t *err)
@@ -470,6 +491,20 @@ static int add_ipc(struct ctx *c, const char *path, mode_t type, unsigned cap, g
         return add_file(&c->d->ipcs, real, NULL, cap, false, &st, err);
 }
 
+/* Loader files are looked for beside the graphics libraries (the driver's prefix), else beside
+ * libnvidia-ml. */
+static int find_loader_files(struct ctx *c, gh_error_t *err)
+{
+        _cleanup_free_ char *lib_dir = NULL;
+
+        for (size_t i = 0; i < c->d->libs.n && lib_dir == NULL; i++)
+                if ((c->d->libs.v[i].cap & GH_CAP_GRAPHICS) && !c->d->libs.v[i].compat32 &&
+                    (lib_dir = dir_name(c->d->libs.v[i].path)) == NULL)
+                        return gh_err(err, ENOMEM, "searching for loader files");
+        return gh_loader_find(c->rootfd, c->root_prefix, lib_dir ? lib_dir : c->ml_dir, c->d->version, &c->d->libs,
+                              &c->d->loaders, err);
+}
+
 static int find_ipcs(struct ctx *c, gh_error_t *err)
 {
         if ((c->caps & GH_CAP_UTILITY) && !c->opts->no_persistenced &&
@@ -503,6 +538,7 @@ void gh_driver_free(struct gh_driver *driver)
         files_free(&driver->bins);
         files_free(&driver->firmware);
         files_free(&driver->ipcs);
+        gh_loader_files_free(&driver->loaders);
         free(driver);
 }
 
@@ -527,7 +563,7 @@ int gh_driver_discover(int rootfd, const struct gh_driver_opts *opts, struct gh_
         c.d = calloc(1, sizeof(*c.d));
         if (c.d == NULL)
                 return gh_err(err, ENOMEM, "discovering the driver");
-        long t[5] = { now_us() };
+        long t[6] = { now_us() };
         r = read_version(&c, err);
         if (r == 0)
                 r = find_libraries(&c, err);
@@ -541,15 +577,18 @@ int gh_driver_discover(int rootfd, const struct gh_driver_opts *opts, struct gh_
         if (r == 0)
                 r = find_ipcs(&c, err);
         t[4] = now_us();
-        gh_debug("driver discovery: libraries %ld us, programs %ld us, firmware %ld us, ipcs %ld us",
-                 t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3]);
+        if (r == 0 && (c.caps & GH_CAP_GRAPHICS))
+                r = find_loader_files(&c, err);
+        t[5] = now_us();
+        gh_debug("driver discovery: libraries %ld us, programs %ld us, firmware %ld us, ipcs %ld us, loader files %ld us",
+                 t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3], t[5] - t[4]);
         free(c.ml_dir);
         if (r < 0) {
                 gh_driver_free(c.d);
                 return -1;
         }
-        gh_debug("driver %s: %zu libraries, %zu programs, %zu firmware files, %zu ipcs", c.d->version, c.d->libs.n,
-                 c.d->bins.n, c.d->firmware.n, c.d->ipcs.n);
+        gh_debug("driver %s: %zu libraries, %zu programs, %zu firmware files, %zu ipcs, %zu loader files", c.d->version,
+                 c.d->libs.n, c.d->bins.n, c.d->firmware.n, c.d->ipcs.n, c.d->loaders.n);
         *out = c.d;
         return 0;
 }

@@ -15,7 +15,11 @@
  *   firmware   /lib/firmware/nvidia/<version>/gsp*.bin, else <libnvidia-ml dir>/../firmware/nvidia/
  *              <version>/gsp*.bin;
  *   ipcs       the persistenced and fabricmanager sockets (utility), the MPS pipe directory
- *              (compute), each only when present. */
+ *              (compute), each only when present;
+ *   loaders    with graphics: the Vulkan ICD and layer files, the EGL vendor and external platform
+ *              files and the application profiles whose libraries were found (loaders.h).
+ * NVIDIA's EGL platform libraries (libnvidia-egl-wayland, -gbm, -xcb, -xlib) carry their own
+ * version, not the driver's: for them any `.so.N.N[.N]` file is taken. */
 #ifndef GH_DRIVER_H
 #define GH_DRIVER_H
 
@@ -25,6 +29,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "loaders.h"
 
 #define GH_DRIVER_DEFAULT_LDCACHE "/etc/ld.so.cache"
 #define GH_DRIVER_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -56,6 +61,7 @@ struct gh_driver_files {
 struct gh_driver {
         char *version; /* NVRM version, "580.95.05" */
         struct gh_driver_files libs, bins, firmware, ipcs;
+        struct gh_loader_files loaders; /* graphics: Vulkan/EGL loader files, application profiles */
 };
 
 /* Discovers the driver under rootfd (O_PATH|O_DIRECTORY, see gh_rootfs_open).  A root without

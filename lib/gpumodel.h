@@ -45,12 +45,22 @@ struct gh_gpu_list {
         char cuda_version[16];               /* "13.0"; "" on the fast path */
         struct gh_gpu *gpus;
         size_t n;
-        bool from_nvml;
+        bool from_nvml;                      /* NVML's facts are here (asked now, or from the cache) */
+        enum gh_gpus_origin {
+                GH_ORIGIN_PROC,              /* the fast path */
+                GH_ORIGIN_NVML,              /* the NVML service, now */
+                GH_ORIGIN_CACHE,             /* the driver-state cache (statecache.h) */
+                GH_ORIGIN_CUDA,              /* the fast path, and the CUDA version from libcuda */
+        } origin;
 };
+
+/* "proc", "nvml", "cache", "proc+libcuda": what `gpu-cli info` prints as "source". */
+const char *gh_gpus_origin_name(enum gh_gpus_origin origin);
 
 enum gh_gpus_source {
         GH_GPUS_NVML, /* the driver service; fails when NVML cannot answer */
         GH_GPUS_FAST, /* proc/driver/nvidia only */
+        GH_GPUS_CUDA, /* the fast path plus the CUDA version from libcuda (no NVML, no cuInit) */
 };
 
 struct gh_gpus_opts {
@@ -58,6 +68,10 @@ struct gh_gpus_opts {
         uid_t uid; /* identity of the driver service child; (uid_t) -1 = the overflow uid */
         gid_t gid; /* (gid_t) -1 = the overflow gid */
         int timeout_ms; /* per RPC; <= 0 = the default (5 s) */
+        /* GH_GPUS_NVML only: the driver-state cache file (statecache.h), NULL = none.  A hit answers
+         * without starting the service; a miss asks NVML and then saves the answer. */
+        const char *state_file;
+        bool refresh; /* skip the lookup: always ask NVML, then save */
         bool with_usage; /* NVML only: also each GPU's utilisation, memory and processes */
 };
 #define GH_GPUS_OPTS_DEFAULT { .source = GH_GPUS_NVML, .uid = (uid_t) -1, .gid = (gid_t) -1, .timeout_ms = 0, .with_usage = false }

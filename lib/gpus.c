@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -17,6 +18,27 @@
 #include "log.h"
 #include "rootfs.h"
 #include "service.h"
+#include "statecache.h"
+
+/* The driver-state cache is a separate static library (it needs jansson, which libgpuhook does not
+ * carry): gpu-cli links it; where it is not linked (libgpuhook.so) these are NULL and there is no
+ * cache. */
+#pragma weak gh_statecache_lookup
+#pragma weak gh_statecache_fingerprint
+#pragma weak gh_statecache_save
+#pragma weak gh_statecache_fp_free
+
+static bool have_statecache(void)
+{
+        return gh_statecache_lookup != NULL && gh_statecache_fingerprint != NULL && gh_statecache_save != NULL &&
+               gh_statecache_fp_free != NULL;
+}
+
+static void fp_free(struct gh_statecache_fp *fp)
+{
+        if (gh_statecache_fp_free != NULL)
+                gh_statecache_fp_free(fp);
+}
 
 /* The driver's proc files are a few hundred bytes; a file far larger than that is not one. */
 #define PROC_FILE_MAX (64 * 1024)
@@ -261,9 +283,63 @@ int gh_gpus_read_mig_caps(int rootfd, struct gh_gpu_list *list, gh_error_t *err)
         return 0;
 }
 
+const char *gh_gpus_origin_name(enum gh_gpus_origin origin)
+{
+        switch (origin) {
+        case GH_ORIGIN_NVML: return "nvml";
+        case GH_ORIGIN_CACHE: return "cache";
+        case GH_ORIGIN_CUDA: return "proc+libcuda";
+        case GH_ORIGIN_PROC:
+        default: return "proc";
+        }
+}
+
+static long mono_us(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
+}
+
+/* A cache hit: NVML's facts without NVML.  The MIG cap minors are still read from proc. */
+static int load_cached(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list *list)
+{
+        _cleanup_error_ gh_error_t e = NULL;
+        char why[256];
+        long t0 = mono_us();
+
+        if (gh_statecache_lookup(rootfd, opts->state_file, list, why, sizeof(why)) <= 0) {
+                gh_debug("driver-state cache %s: %s (%ld us)", opts->state_file, why, mono_us() - t0);
+                return 0;
+        }
+        if (gh_gpus_read_mig_caps(rootfd, list, &e) < 0) {
+                gh_debug("driver-state cache %s: not used: %s", opts->state_file, e->msg);
+                gh_gpu_list_free(list);
+                return 0;
+        }
+        gh_debug("driver-state cache %s: hit, %zu GPUs, CUDA %s (%ld us)", opts->state_file, list->n,
+                 list->cuda_version, mono_us() - t0);
+        return 1;
+}
+
+/* After a miss: the answer NVML just gave is saved under the fingerprint taken before asking. */
+static void save_cached(const struct gh_gpus_opts *opts, const struct gh_statecache_fp *fp,
+                        const struct gh_gpu_list *list)
+{
+        _cleanup_error_ gh_error_t e = NULL;
+
+        if (fp->text == NULL)
+                return;
+        if (gh_statecache_save(opts->state_file, fp, list, &e) < 0)
+                gh_debug("driver-state cache not saved: %s", e->msg);
+        else
+                gh_debug("driver-state cache %s saved", opts->state_file);
+}
+
 int gh_gpus_load(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list *list, gh_error_t *err)
 {
         static const struct gh_gpus_opts defaults = GH_GPUS_OPTS_DEFAULT;
+        __attribute__((cleanup(fp_free))) struct gh_statecache_fp fp = { 0 };
 
         if (opts == NULL)
                 opts = &defaults;
@@ -271,10 +347,39 @@ int gh_gpus_load(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list
                 gh_debug("enumerating GPUs: fast path (proc/driver/nvidia)");
                 return gh_gpus_fast(rootfd, list, err);
         }
+        if (opts->source == GH_GPUS_CUDA) {
+                _cleanup_error_ gh_error_t e = NULL;
+                if (gh_gpus_fast(rootfd, list, err) < 0)
+                        return -1;
+                /* The fingerprint knows which file is the driver's libcuda. */
+                if (have_statecache() && gh_statecache_fingerprint(rootfd, NULL, &fp, &e) < 0)
+                        gh_debug("finding the driver's libcuda: %s; loading libcuda.so.1 by name", e->msg);
+                if (gh_service_cuda_version(rootfd, opts, fp.libs[1] && fp.libs[1][0] ? fp.libs[1] : NULL,
+                                            list->cuda_version, sizeof(list->cuda_version), err) < 0) {
+                        gh_gpu_list_free(list);
+                        return -1;
+                }
+                list->origin = GH_ORIGIN_CUDA;
+                return 0;
+        }
+        if (opts->state_file != NULL && !have_statecache())
+                gh_debug("driver-state cache: not in this build of the library; asking NVML");
+        else if (opts->state_file != NULL) {
+                _cleanup_error_ gh_error_t e = NULL;
+                if (!opts->refresh && load_cached(rootfd, opts, list))
+                        return 0;
+                /* Taken before NVML answers: a change meanwhile leaves a cache that will not match.
+                 * Only root writes the cache, so only root needs it. */
+                if (geteuid() == 0 && gh_statecache_fingerprint(rootfd, NULL, &fp, &e) < 0)
+                        gh_debug("driver-state cache: no fingerprint (%s); not saving", e->msg);
+        }
         gh_debug("enumerating GPUs: NVML service");
         if (gh_service_query(rootfd, opts, list, err) < 0)
                 return -1;
         gh_gpus_number(list);
+        list->origin = GH_ORIGIN_NVML;
+        if (opts->state_file != NULL)
+                save_cached(opts, &fp, list);
         if (gh_gpus_read_mig_caps(rootfd, list, err) < 0) {
                 gh_gpu_list_free(list);
                 return -1;

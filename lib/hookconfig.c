@@ -6,27 +6,34 @@
 
 #include "capability.h"
 #include "cleanup.h"
-#include "config.h" /* the build's: GPUHOOK_CLI_PATH */
+#include "config.h" /* the build's: GPUHOOK_CLI_PATH, GPUHOOK_HOOK_PATH */
 #include "hookconfig.h"
 #include "mps.h"
 #include "oci.h"
 #include "readfile.h"
 
-enum key_type { KEY_BOOL, KEY_STRING, KEY_PATH, KEY_OPT_STRING, KEY_OPT_PATH, KEY_LDCONFIG, KEY_NAMES, KEY_CAPS };
+enum key_type {
+        KEY_BOOL, KEY_STRING, KEY_PATH, KEY_OPT_STRING, KEY_OPT_PATH, KEY_LDCONFIG,
+        KEY_NAMES,    /* environment variable names */
+        KEY_PROGRAMS, /* program names (looked up on PATH) or absolute paths, at least one */
+        KEY_CAPS,
+};
 
 struct key {
         const char *name;
         enum key_type type;
         size_t offset;
+        size_t count_offset; /* KEY_NAMES: where the number of names goes */
 };
 
-#define K(name, type, field) { name, type, offsetof(struct gh_config, field) }
+#define K(name, type, field) { name, type, offsetof(struct gh_config, field), 0 }
+#define KN(name, type, field, count) { name, type, offsetof(struct gh_config, field), offsetof(struct gh_config, count) }
 
 static const struct key top_keys[] = {
         K("accept-visible-devices-envvar-when-unprivileged", KEY_BOOL, accept_envvar_unprivileged),
         K("accept-visible-devices-as-volume-mounts", KEY_BOOL, accept_volume_mounts),
         K("disable-require", KEY_BOOL, disable_require),
-        K("swarm-resource", KEY_NAMES, swarm_resource),
+        KN("swarm-resource", KEY_NAMES, swarm_resource, n_swarm_resource),
         K("supported-driver-capabilities", KEY_CAPS, supported_caps),
         K("accept-mps-group-envvar", KEY_BOOL, accept_mps_envvar),
 };
@@ -40,10 +47,16 @@ static const struct key cli_keys[] = {
         K("ldcache", KEY_OPT_PATH, cli.ldcache), K("ldconfig", KEY_LDCONFIG, cli.ldconfig),
         K("no-cgroups", KEY_BOOL, cli.no_cgroups), K("user", KEY_OPT_STRING, cli.user),
         K("load-kmods", KEY_BOOL, cli.load_kmods), K("debug", KEY_OPT_PATH, cli.debug),
+        K("state-file", KEY_OPT_PATH, cli.state_file), K("no-cache", KEY_BOOL, cli.no_cache),
 };
 
 static const struct key log_keys[] = {
         K("file", KEY_OPT_PATH, log.file),
+};
+
+static const struct key runtime_keys[] = {
+        KN("runtimes", KEY_PROGRAMS, runtime.runtimes, runtime.n_runtimes),
+        K("hook-path", KEY_PATH, runtime.hook_path),
 };
 
 int gh_config_init(struct gh_config *cfg, gh_error_t *err)
@@ -56,28 +69,38 @@ int gh_config_init(struct gh_config *cfg, gh_error_t *err)
         cfg->cli.path = strdup(GPUHOOK_CLI_PATH);
         cfg->log.file = strdup(GH_DEFAULT_LOG_FILE);
         cfg->mps.dir = strdup(GH_MPS_DEFAULT_DIR);
-        if (!cfg->swarm_resource || !cfg->cli.root || !cfg->cli.path || !cfg->log.file || !cfg->mps.dir) {
+        cfg->runtime.runtimes = calloc(2, sizeof(char *));
+        if (cfg->runtime.runtimes != NULL && (cfg->runtime.runtimes[0] = strdup("runc")) != NULL)
+                cfg->runtime.n_runtimes = 1;
+        cfg->runtime.hook_path = strdup(GPUHOOK_HOOK_PATH);
+        if (!cfg->swarm_resource || !cfg->cli.root || !cfg->cli.path || !cfg->log.file || !cfg->mps.dir ||
+            cfg->runtime.n_runtimes != 1 || !cfg->runtime.hook_path) {
                 gh_config_free(cfg);
                 return gh_err(err, ENOMEM, "initialising the configuration");
         }
         return 0;
 }
 
-static int set_names(char ***field, size_t *count, json_t *v, const char *key, gh_error_t *err)
+static int set_names(char ***field, size_t *count, json_t *v, const char *key, bool programs, gh_error_t *err)
 {
         _cleanup_strv_ char **names = NULL;
         json_t *item;
         size_t i;
 
-        if (!json_is_array(v))
-                return gh_err(err, 0, "\"%s\" must be an array of environment variable names", key);
+        if (!json_is_array(v) || (programs && json_array_size(v) == 0))
+                return gh_err(err, 0, "\"%s\" must be an array of %s", key,
+                              programs ? "at least one program name or absolute path" : "environment variable names");
         names = calloc(json_array_size(v) + 1, sizeof(char *));
         if (names == NULL)
                 return gh_err(err, ENOMEM, "\"%s\"", key);
         json_array_foreach(v, i, item) {
                 const char *s = json_string_value(item);
-                if (s == NULL || s[0] == '\0' || strchr(s, '=') != NULL || strlen(s) != json_string_length(item))
-                        return gh_err(err, 0, "\"%s\" entry %zu must be a non-empty variable name without '='", key, i);
+                if (s == NULL || s[0] == '\0' || strlen(s) != json_string_length(item) ||
+                    (!programs && strchr(s, '=') != NULL))
+                        return gh_err(err, 0, "\"%s\" entry %zu must be a non-empty %s", key, i,
+                                      programs ? "string" : "variable name without '='");
+                if (programs && s[0] != '/' && strchr(s, '/') != NULL)
+                        return gh_err(err, 0, "\"%s\" entry '%.64s' must be a plain name or an absolute path", key, s);
                 names[i] = strdup(s);
                 if (names[i] == NULL)
                         return gh_err(err, ENOMEM, "\"%s\"", key);
@@ -100,7 +123,8 @@ static int set_key(struct gh_config *cfg, const struct key *k, const char *key, 
                 *(bool *) field = json_is_true(v);
                 return 0;
         case KEY_NAMES:
-                return set_names(field, &cfg->n_swarm_resource, v, key, err);
+        case KEY_PROGRAMS:
+                return set_names(field, (size_t *) ((char *) cfg + k->count_offset), v, key, k->type == KEY_PROGRAMS, err);
         case KEY_CAPS: {
                 unsigned mask;
                 if (!json_is_string(v))
@@ -159,6 +183,13 @@ static int apply_object(struct gh_config *cfg, json_t *obj, const struct key *ke
                                 if (!json_is_object(v))
                                         return gh_err(err, 0, "\"cli\" must be an object");
                                 if (apply_object(cfg, v, cli_keys, GH_ARRAY_SIZE(cli_keys), "cli.", err) < 0)
+                                        return -1;
+                                continue;
+                        }
+                        if (prefix[0] == '\0' && strcmp(name, "runtime") == 0) {
+                                if (!json_is_object(v))
+                                        return gh_err(err, 0, "\"runtime\" must be an object");
+                                if (apply_object(cfg, v, runtime_keys, GH_ARRAY_SIZE(runtime_keys), "runtime.", err) < 0)
                                         return -1;
                                 continue;
                         }
@@ -233,7 +264,10 @@ void gh_config_free(struct gh_config *cfg)
         free(cfg->cli.ldconfig);
         free(cfg->cli.user);
         free(cfg->cli.debug);
+        free(cfg->cli.state_file);
         free(cfg->log.file);
+        gh_strvfreep(&cfg->runtime.runtimes);
+        free(cfg->runtime.hook_path);
         free(cfg->mps.dir);
         memset(cfg, 0, sizeof(*cfg));
 }

@@ -34,10 +34,18 @@ struct gh_config {
                 char *user;     /* NULL: gpu-cli's default */
                 bool load_kmods;
                 char *debug;    /* NULL: no debug file */
+                char *state_file; /* NULL: gpu-cli's default driver-state cache */
+                bool no_cache;  /* gpu-cli --no-cache */
         } cli;
         struct {
                 char *file; /* "/var/log/gpu-hook.log"; NULL: no log line */
         } log;
+        /* gpu-runtime only (docs/engines.md): the OCI runtime it execs and the hook it adds. */
+        struct {
+                char **runtimes;  /* "runtimes": names (searched on PATH) or absolute paths; ["runc"] */
+                size_t n_runtimes;
+                char *hook_path;  /* "hook-path": GPUHOOK_HOOK_PATH */
+        } runtime;
 };
 
 #define GH_DEFAULT_LOG_FILE "/var/log/gpu-hook.log"

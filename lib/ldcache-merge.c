@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -24,6 +25,7 @@ static int read_container_cache(int rootfd, int procfd, struct gh_ldcache **cach
         _cleanup_close_ int fd = gh_open_regular(rootfd, CACHE, procfd, &e);
         _cleanup_close_ int mfd = -1;
         char buf[65536];
+        struct stat st;
         ssize_t n;
         size_t total = 0;
 
@@ -31,6 +33,11 @@ static int read_container_cache(int rootfd, int procfd, struct gh_ldcache **cach
         if (fd < 0) {
                 if (e->code != ENOENT)
                         gh_warn("the container's %s; building one from its /etc/ld.so.conf", e->msg);
+                return 0;
+        }
+        if (fstat(fd, &st) == 0 && (uint64_t) st.st_size > GH_LDCACHE_MAX_SIZE) {
+                gh_warn("the container's " CACHE " is larger than %u bytes; building one from its /etc/ld.so.conf",
+                        GH_LDCACHE_MAX_SIZE);
                 return 0;
         }
         mfd = memfd_create("ld.so.cache", MFD_CLOEXEC);

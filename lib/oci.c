@@ -292,16 +292,54 @@ static int parse_mounts(json_t *j, const char *what, struct gh_oci_spec *spec, g
         return 0;
 }
 
-static int spec_parse(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
+static int parse_devices(json_t *j, const char *what, struct gh_oci_spec *spec, gh_error_t *err)
+{
+        json_t *linux_ = json_object_get(j, "linux"), *devices, *d;
+        size_t i;
+
+        if (linux_ == NULL || json_is_null(linux_))
+                return 0;
+        if (!json_is_object(linux_))
+                return gh_err(err, 0, "%s: \"linux\" must be an object", what);
+        devices = json_object_get(linux_, "devices");
+        if (devices == NULL || json_is_null(devices))
+                return 0;
+        if (!json_is_array(devices))
+                return gh_err(err, 0, "%s: \"linux.devices\" must be an array", what);
+        spec->devices = calloc(json_array_size(devices) + 1, sizeof(*spec->devices));
+        if (spec->devices == NULL)
+                return gh_err(err, ENOMEM, "%s", what);
+        json_array_foreach(devices, i, d) {
+                struct gh_oci_device *out = &spec->devices[spec->n_devices];
+                _cleanup_free_ char *type = NULL;
+                json_t *major, *minor;
+
+                if (!json_is_object(d))
+                        return gh_err(err, 0, "%s: \"linux.devices\" entry %zu is not an object", what, i);
+                spec->n_devices++;
+                if (get_string(d, "path", what, &out->path, err) < 0 || get_string(d, "type", what, &type, err) < 0)
+                        return gh_err_wrap(err, "linux.devices entry %zu", i);
+                if (out->path == NULL || type == NULL || strlen(type) != 1 || strchr("cbup", type[0]) == NULL)
+                        return gh_err(err, 0, "%s: \"linux.devices\" entry %zu needs a \"path\" and a \"type\" of c, b, u or p",
+                                      what, i);
+                out->type = type[0];
+                major = json_object_get(d, "major");
+                minor = json_object_get(d, "minor");
+                if ((major != NULL && !json_is_integer(major)) || (minor != NULL && !json_is_integer(minor)))
+                        return gh_err(err, 0, "%s: \"linux.devices\" entry %zu: \"major\" and \"minor\" must be integers",
+                                      what, i);
+                out->major = major ? json_integer_value(major) : 0;
+                out->minor = minor ? json_integer_value(minor) : 0;
+        }
+        return 0;
+}
+
+static int spec_from_json(json_t *j, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
 {
         static const char what[] = "the bundle's config.json";
-        _cleanup_json_ json_t *j = NULL;
         _cleanup_free_ char *root_path = NULL;
         json_t *process, *root;
 
-        j = gh_json_parse(buf, len, what, err);
-        if (j == NULL)
-                return -1;
         if (get_string(j, "ociVersion", what, &spec->oci_version, err) < 0)
                 return -1;
         process = json_object_get(j, "process");
@@ -327,13 +365,29 @@ static int spec_parse(const char *buf, size_t len, const char *bundle, struct gh
                 if (get_string(annotations, GH_OCI_ANNOTATION_MPS_GROUP, what, &spec->mps_group, err) < 0)
                         return -1;
         }
-        return parse_mounts(j, what, spec, err);
+        if (parse_mounts(j, what, spec, err) < 0)
+                return -1;
+        return parse_devices(j, what, spec, err);
+}
+
+int gh_oci_spec_from_json(json_t *j, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
+{
+        memset(spec, 0, sizeof(*spec));
+        if (spec_from_json(j, bundle, spec, err) < 0) {
+                gh_oci_spec_free(spec);
+                return -1;
+        }
+        return 0;
 }
 
 int gh_oci_spec_parse(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
 {
+        _cleanup_json_ json_t *j = gh_json_parse(buf, len, "the bundle's config.json", err);
+
         memset(spec, 0, sizeof(*spec));
-        if (spec_parse(buf, len, bundle, spec, err) < 0) {
+        if (j == NULL)
+                return -1;
+        if (spec_from_json(j, bundle, spec, err) < 0) {
                 gh_oci_spec_free(spec);
                 return -1;
         }
@@ -372,6 +426,9 @@ void gh_oci_spec_free(struct gh_oci_spec *spec)
                 free(spec->mounts[i].source);
         }
         free(spec->mounts);
+        for (size_t i = 0; i < spec->n_devices; i++)
+                free(spec->devices[i].path);
+        free(spec->devices);
         free(spec->mps_group);
         free(spec->oci_version);
         free(spec->rootfs);

@@ -31,6 +31,13 @@ struct gh_oci_mount {
         char *source; /* NULL when the mount has none (tmpfs, proc) */
 };
 
+/* A linux.devices entry: a node the runtime creates in the container. */
+struct gh_oci_device {
+        char *path;
+        char type; /* 'c', 'b', 'u' or 'p' */
+        long long major, minor;
+};
+
 struct gh_oci_spec {
         char *oci_version;
         char *rootfs; /* root.path, joined to the bundle when relative */
@@ -39,6 +46,8 @@ struct gh_oci_spec {
         bool privileged; /* CAP_SYS_ADMIN in the bounding set */
         struct gh_oci_mount *mounts;
         size_t n_mounts;
+        struct gh_oci_device *devices; /* linux.devices */
+        size_t n_devices;
         char *mps_group; /* annotations[GH_OCI_ANNOTATION_MPS_GROUP], NULL when absent */
 };
 
@@ -56,6 +65,8 @@ void gh_oci_state_free(struct gh_oci_state *state);
 
 /* Parses config.json; `bundle` (absolute) is joined to a relative root.path. */
 int gh_oci_spec_parse(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err);
+/* The same from a document already parsed with gh_json_parse (gpu-runtime edits and writes it back). */
+int gh_oci_spec_from_json(json_t *j, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err);
 /* Loads <bundle>/config.json, bounded by GH_OCI_CONFIG_MAX. */
 int gh_oci_spec_load(const char *bundle, struct gh_oci_spec *spec, gh_error_t *err);
 void gh_oci_spec_free(struct gh_oci_spec *spec);

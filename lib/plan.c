@@ -244,6 +244,7 @@ int gh_plan_load_gpus(int droot, const struct gh_request *req, struct gh_gpu_lis
                 return 0;
         go.uid = req->uid;
         go.gid = req->gid;
+        go.state_file = req->state_file;
         if (req->nrequirements > 0 || (wants && names_mig(&req->devices))) {
                 go.source = GH_GPUS_NVML;
                 return gh_gpus_load(droot, &go, gpus, err);
@@ -430,6 +431,33 @@ static int plan_files(struct gh_plan *plan, const struct gh_driver *drv, gh_erro
         return 0;
 }
 
+/* The graphics loader files (docs/graphics.md) at the loaders' paths, read-only.  A file naming
+ * its library by absolute path gets a link there to the library's place in the container; a bare
+ * name resolves through the container's ld cache, where the library's SONAME is. */
+static int plan_loader_files(struct gh_plan *plan, const struct gh_driver *drv, gh_error_t *err)
+{
+        for (size_t i = 0; i < drv->loaders.n; i++) {
+                const struct gh_loader_file *f = &drv->loaders.v[i];
+                struct gh_driver_file src = { .path = f->path, .cap = f->cap };
+                const struct gh_item *lib = NULL;
+
+                if (add_file(plan, GH_ITEM_FILE, GH_ROLE_CONFIG, &src, f->dst, GH_MNT_FILE | GH_MNT_NOEXEC, err) < 0)
+                        return -1;
+                if (f->library_src == NULL)
+                        continue;
+                for (size_t j = 0; j < plan->n && lib == NULL; j++)
+                        if (plan->items[j].role == GH_ROLE_LIBRARY && strcmp(plan->items[j].src, f->library_src) == 0)
+                                lib = &plan->items[j];
+                if (lib == NULL) {
+                        gh_debug("plan: %s names %s, which is not planned", f->path, f->library);
+                        continue;
+                }
+                if (strcmp(lib->dst, f->library) != 0 && gh_plan_add_symlink(plan, f->library, lib->dst, true, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
 /* A container in an MPS group gets the group's pipe directory where CUDA looks by default and the
  * group's shm as its /dev/shm (docs/mps.md).  The group must run, on a GPU the container gets. */
 static int plan_mps(struct gh_plan *plan, const struct gh_request *req, const struct gh_selection *sel,
@@ -483,7 +511,10 @@ static int build(int droot, const struct gh_driver *drv, const struct gh_gpu_lis
                         return -1;
         if (req->mps_group && plan_mps(plan, req, &sel, err) < 0)
                 return -1;
-        return plan_libraries(plan, drv, err) < 0 || plan_files(plan, drv, err) < 0 ? -1 : 0;
+        return plan_libraries(plan, drv, err) < 0 || plan_files(plan, drv, err) < 0 ||
+                               plan_loader_files(plan, drv, err) < 0
+                       ? -1
+                       : 0;
 }
 
 int gh_plan_build(int driver_rootfd, const struct gh_driver *drv, const struct gh_gpu_list *gpus,

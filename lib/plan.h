@@ -39,7 +39,9 @@ enum gh_item_role {
         GH_ROLE_BINARY,
         GH_ROLE_FIRMWARE,
         GH_ROLE_IPC,
-        GH_ROLE_LINK, /* a symlink next to a library (SONAME, development and GLX indirect links) */
+        GH_ROLE_LINK,   /* a symlink next to a library (SONAME, development and GLX indirect links) or at the
+                         * absolute library path a loader file names */
+        GH_ROLE_CONFIG, /* a graphics loader file (Vulkan ICD/layer, EGL vendor/platform, app profiles) */
 };
 
 struct gh_item {
@@ -80,7 +82,8 @@ struct gh_layout {
 struct gh_plan {
         char *driver_version;
         struct gh_layout layout;
-        struct gh_item *items; /* devices first, then libraries and their links, binaries, firmware, IPC */
+        struct gh_item *items; /* devices first, then libraries and their links, binaries, firmware, IPC,
+                                * graphics loader files */
         size_t n, cap;
         /* /proc/driver/nvidia masking: file contents read on the host. */
         bool mask_proc;

@@ -39,6 +39,9 @@ struct gh_request {
         char *mps_group;                  /* an MPS group to join (docs/mps.md); NULL = none */
         char *mps_dir;                    /* where MPS groups live; NULL = GH_MPS_DEFAULT_DIR */
         bool no_cgroups, no_devbind, no_persistenced, no_fabricmanager, no_gsp_firmware;
+        /* Not part of what the container asks (no request option; gpu-cli's global --state-file):
+         * the driver-state cache NVML's answers may come from (statecache.h); NULL = none.  Not owned. */
+        const char *state_file;
 };
 
 /* An empty request: no device, no capability, the overflow ids. */

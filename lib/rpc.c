@@ -140,6 +140,48 @@ int gh_rpc_nvml_load(char *errbuf, size_t size)
         return 0;
 }
 
+static int (*cu_driver_get_version)(int *);
+
+int gh_rpc_cuda_load(const char *path, char *errbuf, size_t size)
+{
+        void *lib = dlopen(path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+
+        if (lib == NULL) {
+                snprintf(errbuf, size, "cannot load %s from the driver root: %s", path ? path : "libcuda.so.1", dlerror());
+                return -1;
+        }
+        *(void **) &cu_driver_get_version = dlsym(lib, "cuDriverGetVersion");
+        if (cu_driver_get_version == NULL) {
+                snprintf(errbuf, size, "libcuda.so.1 has no cuDriverGetVersion");
+                return -1;
+        }
+        return 0;
+}
+
+bool_t gh_rpc_cuda_1_svc(void *arg, gh_rpc_cuda_res *res, struct svc_req *req)
+{
+        int v = 0, r;
+
+        memset(res, 0, sizeof(*res));
+        res->status = 1;
+        if (setup_error[0] != '\0') {
+                res->gh_rpc_cuda_res_u.error = strdup(setup_error);
+                return TRUE;
+        }
+        if (cu_driver_get_version == NULL) {
+                res->gh_rpc_cuda_res_u.error = strdup("this service did not load libcuda");
+                return TRUE;
+        }
+        if ((r = cu_driver_get_version(&v)) != 0) {
+                if (asprintf(&res->gh_rpc_cuda_res_u.error, "cuDriverGetVersion failed: CUDA error %d", r) < 0)
+                        res->gh_rpc_cuda_res_u.error = NULL;
+                return TRUE;
+        }
+        res->status = 0;
+        res->gh_rpc_cuda_res_u.cuda_version = v;
+        return TRUE;
+}
+
 void gh_rpc_set_setup_error(const char *msg)
 {
         snprintf(setup_error, sizeof(setup_error), "%s", msg);
@@ -329,6 +371,7 @@ void gh_rpc_serve(int fd)
                 struct rpc_msg call, reply;
                 gh_rpc_driver_res dres;
                 gh_rpc_gpu_res gres;
+                gh_rpc_cuda_res cres;
                 gh_rpc_usage_res ures;
                 xdrproc_t result_proc = (xdrproc_t) (void (*)(void)) xdr_void;
                 void *result = NULL;
@@ -372,6 +415,11 @@ void gh_rpc_serve(int fd)
                                 gh_rpc_gpu_1_svc(&index, &gres, NULL);
                                 result_proc = (xdrproc_t) xdr_gh_rpc_gpu_res;
                                 result = &gres;
+                                break;
+                        case GH_RPC_CUDA:
+                                gh_rpc_cuda_1_svc(NULL, &cres, NULL);
+                                result_proc = (xdrproc_t) xdr_gh_rpc_cuda_res;
+                                result = &cres;
                                 break;
                         case GH_RPC_USAGE:
                                 if (!xdr_u_int(&x, &index)) {
@@ -628,5 +676,33 @@ int gh_rpc_fetch(int fd, int timeout_ms, bool with_usage, struct gh_gpu_list *li
         xdr_destroy(&c.x); /* leaves fd open: the caller owns it */
         if (r < 0)
                 gh_gpu_list_free(list);
+        return r;
+}
+
+int gh_rpc_fetch_cuda(int fd, int timeout_ms, char *cuda, size_t size, gh_error_t *err)
+{
+        struct rpc_conn c = { .fd = fd };
+        gh_rpc_cuda_res res;
+        enum clnt_stat st;
+        int r = 0;
+
+        c.timeout_ms = timeout_ms <= 0 ? DEFAULT_TIMEOUT_MS : timeout_ms;
+        xdrrec_create(&c.x, 0, 0, (char *) &c, conn_read, conn_write);
+        memset(&res, 0, sizeof(res));
+        st = nvml_call(&c, GH_RPC_CUDA, (xdrproc_t) (void (*)(void)) xdr_void, NULL, (xdrproc_t) xdr_gh_rpc_cuda_res, &res);
+        if (st != RPC_SUCCESS) {
+                r = call_failed(st, "the CUDA version", c.timeout_ms, err);
+        } else if (res.status != 0) {
+                r = gh_err(err, 0, "%s", clean_string(res.gh_rpc_cuda_res_u.error) ? res.gh_rpc_cuda_res_u.error
+                                                                                  : "libcuda failed");
+        } else if (res.gh_rpc_cuda_res_u.cuda_version <= 0 || res.gh_rpc_cuda_res_u.cuda_version > 999999) {
+                r = gh_err(err, 0, "libcuda returned a malformed CUDA version");
+        } else {
+                int v = res.gh_rpc_cuda_res_u.cuda_version;
+                snprintf(cuda, size, "%d.%d", v / 1000, (v % 1000) / 10);
+        }
+        if (st == RPC_SUCCESS)
+                xdr_free((xdrproc_t) xdr_gh_rpc_cuda_res, (char *) &res);
+        xdr_destroy(&c.x);
         return r;
 }

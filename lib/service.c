@@ -126,7 +126,8 @@ static int sandbox(int rootfd, int sock, uid_t uid, gid_t gid, pid_t parent, cha
         return 0;
 }
 
-static __attribute__((noreturn)) void child_main(int rootfd, int sock, uid_t uid, gid_t gid, pid_t parent)
+static __attribute__((noreturn)) void child_main(int rootfd, int sock, uid_t uid, gid_t gid, pid_t parent, bool cuda,
+                                                  const char *cuda_lib)
 {
         char why[256] = "";
 
@@ -136,8 +137,12 @@ static __attribute__((noreturn)) void child_main(int rootfd, int sock, uid_t uid
                 _exit(127);
         gh_log_close();
         signal(SIGPIPE, SIG_DFL);
-        if (sandbox(rootfd, sock, uid, gid, parent, why, sizeof(why)) == 0)
-                gh_rpc_nvml_load(why, sizeof(why));
+        if (sandbox(rootfd, sock, uid, gid, parent, why, sizeof(why)) == 0) {
+                if (cuda)
+                        gh_rpc_cuda_load(cuda_lib, why, sizeof(why));
+                else
+                        gh_rpc_nvml_load(why, sizeof(why));
+        }
         if (why[0] != '\0')
                 gh_rpc_set_setup_error(why);
         gh_rpc_serve(SERVICE_FD);
@@ -186,7 +191,9 @@ static void stop_child(pid_t pid, bool failed, gh_error_t *err)
                 ;
 }
 
-int gh_service_query(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list *list, gh_error_t *err)
+/* Forks the sandboxed child (NVML, or libcuda when cuda) and runs the client half on its socket. */
+static int with_service(int rootfd, const struct gh_gpus_opts *opts, bool cuda, const char *cuda_lib,
+                        struct gh_gpu_list *list, char *cuda_out, size_t cuda_size, gh_error_t *err)
 {
         uid_t uid = opts->uid == (uid_t) -1 ? gh_overflow_uid() : opts->uid;
         gid_t gid = opts->gid == (gid_t) -1 ? gh_overflow_gid() : opts->gid;
@@ -194,7 +201,6 @@ int gh_service_query(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_
         int sv[2], r;
         pid_t parent = getpid(), pid;
 
-        memset(list, 0, sizeof(*list));
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
                 return gh_err(err, errno, "starting the NVML service: socketpair");
         ours = sv[0];
@@ -205,19 +211,38 @@ int gh_service_query(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_
                 return gh_err(err, errno, "starting the NVML service: fork");
         if (pid == 0) {
                 close(ours);
-                child_main(rootfd, theirs, uid, gid, parent);
+                child_main(rootfd, theirs, uid, gid, parent, cuda, cuda_lib);
         }
         close(TAKE_FD(theirs));
-        gh_debug("NVML service: pid %d, uid %u, gid %u", (int) pid, (unsigned) uid, (unsigned) gid);
+        gh_debug("%s service: pid %d, uid %u, gid %u", cuda ? "libcuda" : "NVML", (int) pid, (unsigned) uid,
+                 (unsigned) gid);
         /* A child that died before reading our request must give us EPIPE, not kill us with SIGPIPE. */
         struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe;
         sigaction(SIGPIPE, &ign, &old_pipe);
-        r = gh_rpc_fetch(ours, opts->timeout_ms, opts->with_usage, list, err);
+        r = cuda ? gh_rpc_fetch_cuda(ours, opts->timeout_ms, cuda_out, cuda_size, err)
+                 : gh_rpc_fetch(ours, opts->timeout_ms, opts->with_usage, list, err);
         sigaction(SIGPIPE, &old_pipe, NULL);
         close(TAKE_FD(ours)); /* EOF tells a healthy child to exit */
         stop_child(pid, r < 0, err);
         if (r < 0)
-                return gh_err_wrap(err, "querying the driver through NVML");
+                return gh_err_wrap(err, cuda ? "asking libcuda for the CUDA version" : "querying the driver through NVML");
+        return 0;
+}
+
+int gh_service_cuda_version(int rootfd, const struct gh_gpus_opts *opts, const char *lib, char *cuda, size_t size,
+                            gh_error_t *err)
+{
+        if (with_service(rootfd, opts, true, lib, NULL, cuda, size, err) < 0)
+                return -1;
+        gh_debug("CUDA version from libcuda (no NVML, no cuInit): %s", cuda);
+        return 0;
+}
+
+int gh_service_query(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list *list, gh_error_t *err)
+{
+        memset(list, 0, sizeof(*list));
+        if (with_service(rootfd, opts, false, NULL, list, NULL, 0, err) < 0)
+                return -1;
         gh_debug("GPUs from the NVML service: %zu, driver %s, CUDA %s", list->n, list->driver_version,
                  list->cuda_version);
         return 0;

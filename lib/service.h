@@ -16,6 +16,12 @@
  * (uid_t) -1 means the kernel's overflow uid/gid. */
 int gh_service_query(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list *list, gh_error_t *err);
 
+/* The same sandboxed child, loading libcuda instead of NVML, answers the CUDA driver version
+ * ("13.0") from cuDriverGetVersion without cuInit.  lib: its path inside the driver root (the
+ * driver's own file: an ld.so.cache may list another libcuda.so.1 first); NULL = by SONAME. */
+int gh_service_cuda_version(int rootfd, const struct gh_gpus_opts *opts, const char *lib, char *cuda, size_t size,
+                            gh_error_t *err);
+
 /* Parses --user: "UID", "UID:GID" (numbers only; a name would need the host's NSS, which runs
  * code from outside our control).  GID defaults to UID. */
 int gh_service_parse_user(const char *spec, uid_t *uid, gid_t *gid, gh_error_t *err);

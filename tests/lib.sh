@@ -199,6 +199,7 @@ _gh_mounts_under_t() {
 _gh_cleanup() {
         local id m i
         set +e
+        _gh_cdi_restore
         if [ -d "$T_RUNC_ROOT" ]; then
                 for id in $("$RUNC" --root "$T_RUNC_ROOT" list -q 2>/dev/null); do
                         "$RUNC" --root "$T_RUNC_ROOT" delete -f "$id" >/dev/null 2>&1
@@ -585,4 +586,65 @@ mountinfo_unchanged() {
                 diff <(_gh_other_tests_out <"$2") <(_gh_other_tests_out <"$now") | head -n 20 | sed 's/^/#   /'
         fi
         rm -f "$now"
+}
+
+# ---------------------------------------------------------------------------------------------
+# CDI specs.  podman 4.3 reads specs only from /etc/cdi and /var/run/cdi, which other test runs (and
+# the host) share.  The first cdi_install takes an exclusive lock, held until the test exits, and
+# moves whatever both directories held aside (a spec of the same kind there would conflict with
+# ours, or win over it); the cleanup removes our files and puts everything back as it was.
+
+GH_CDI_DIRS=${GH_CDI_DIRS:-/etc/cdi /var/run/cdi}
+GH_CDI_LOCK=${GH_CDI_LOCK:-/run/lock/gh-test-cdi.lock}
+_GH_CDI_LOCK_FD=
+_GH_CDI_SAVED=$T/.cdi-saved
+
+_gh_cdi_take() {
+        local d n=0
+        [ -n "$_GH_CDI_LOCK_FD" ] && return 0
+        mkdir -p "$(dirname "$GH_CDI_LOCK")" "$_GH_CDI_SAVED" || return 1
+        exec {_GH_CDI_LOCK_FD}>>"$GH_CDI_LOCK" || return 1
+        if ! flock -w 900 "$_GH_CDI_LOCK_FD"; then
+                echo "lib.sh: $GH_CDI_LOCK is still held after 15 minutes" >&2
+                return 1
+        fi
+        for d in $GH_CDI_DIRS; do
+                n=$((n + 1))
+                mkdir -p "$_GH_CDI_SAVED/$n"
+                if [ -d "$d" ]; then
+                        echo "$d" >"$_GH_CDI_SAVED/$n.existed"
+                        find "$d" -mindepth 1 -maxdepth 1 -exec mv -t "$_GH_CDI_SAVED/$n" {} + || return 1
+                else
+                        mkdir -p "$d" || return 1
+                fi
+        done
+}
+
+# cdi_install SPEC [NAME]: SPEC becomes the only spec podman sees (NAME in the first of GH_CDI_DIRS,
+# default the file's own name); an earlier cdi_install's file is removed.
+cdi_install() {
+        local d
+        _gh_cdi_take || return 1
+        for d in $GH_CDI_DIRS; do
+                find "$d" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
+        done
+        d=${GH_CDI_DIRS%% *}
+        install -m 0644 "$1" "$d/.${2:-$(basename "$1")}.tmp" &&
+                mv -f "$d/.${2:-$(basename "$1")}.tmp" "$d/${2:-$(basename "$1")}"
+}
+
+_gh_cdi_restore() {
+        local d n=0
+        [ -n "$_GH_CDI_LOCK_FD" ] || return 0
+        for d in $GH_CDI_DIRS; do
+                n=$((n + 1))
+                find "$d" -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null
+                if [ -e "$_GH_CDI_SAVED/$n.existed" ]; then
+                        find "$_GH_CDI_SAVED/$n" -mindepth 1 -maxdepth 1 -exec mv -t "$d" {} +
+                else
+                        rmdir "$d" 2>/dev/null
+                fi
+        done
+        exec {_GH_CDI_LOCK_FD}>&-
+        _GH_CDI_LOCK_FD=
 }

@@ -82,11 +82,36 @@ CUresult cuInit(unsigned int flags)
         return CUDA_SUCCESS;
 }
 
+/* Like the real one, it needs no cuInit.  The version is the one the fake NVML reports (the first
+ * cuda_driver_version: line among proc/driver/nvidia/gpus/<bus id>/fake-nvml), so that both agree. */
 CUresult cuDriverGetVersion(int *driverVersion)
 {
+        char path[4096], line[256];
+        struct dirent *de;
+        DIR *d;
+
         if (!driverVersion)
                 return CUDA_ERROR_INVALID_VALUE;
         *driverVersion = FAKE_CUDA_VERSION;
+        snprintf(path, sizeof(path), "%s/proc/driver/nvidia/gpus", fake_root());
+        d = opendir(path);
+        while (d && (de = readdir(d))) {
+                FILE *f;
+                int found = 0;
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(path, sizeof(path), "%s/proc/driver/nvidia/gpus/%s/fake-nvml", fake_root(), de->d_name);
+                f = fopen(path, "re");
+                while (f && fgets(line, sizeof(line), f))
+                        if (sscanf(line, "cuda_driver_version: %d", driverVersion) == 1)
+                                found = 1;
+                if (f)
+                        fclose(f);
+                if (found)
+                        break;
+        }
+        if (d)
+                closedir(d);
         return CUDA_SUCCESS;
 }
 

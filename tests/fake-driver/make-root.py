@@ -21,11 +21,15 @@ BINARIES = ['nvidia-smi', 'nvidia-debugdump', 'nvidia-persistenced', 'nv-fabricm
             'nvidia-cuda-mps-control', 'nvidia-cuda-mps-server']
 LAYOUTS = {
     'standard': {'lib64': 'usr/lib/x86_64-linux-gnu', 'lib32': 'usr/lib/i386-linux-gnu',
-                 'bin': 'usr/bin', 'firmware': 'lib/firmware/nvidia'},
+                 'bin': 'usr/bin', 'firmware': 'lib/firmware/nvidia', 'share': 'usr/share'},
     'local': {'lib64': 'usr/local/nvidia/lib64', 'lib32': 'usr/local/nvidia/lib',
-              'bin': 'usr/local/nvidia/bin', 'firmware': 'usr/local/nvidia/firmware/nvidia'},
+              'bin': 'usr/local/nvidia/bin', 'firmware': 'usr/local/nvidia/firmware/nvidia',
+              'share': 'usr/local/nvidia/share'},
 }
 DECOY_DIR = 'usr/local/lib'
+EGL_PLATFORM_LIBS = [('libnvidia-egl-wayland.so.1.1.19', 'libnvidia-egl-wayland.so.1'),
+                     ('libnvidia-egl-gbm.so.1.1.2', 'libnvidia-egl-gbm.so.1')]
+VULKAN_API = '1.4.312'
 MESA_DIR = 'usr/lib/x86_64-linux-gnu'
 
 PARAMS = """ResmanDebugLevel: 4294967295
@@ -203,6 +207,10 @@ def install_libraries(root, args, conf, dirs):
         if lib['name'] in ('libcuda', 'libnvidia-ml') and lib['i386'] != 'decoy':
             root.symlink(soname, os.path.join(dirs['lib64'], lib['name'] + '.so'))
     # decoys: see README.md
+    for file, soname in EGL_PLATFORM_LIBS:
+        root.copy(os.path.join(art, file), os.path.join(dirs['lib64'], file))
+        root.symlink(file, os.path.join(dirs['lib64'], soname))
+        lib64.append(soname)
     root.copy(os.path.join(art, 'decoy-libcuda.so.470.42.01'), os.path.join(DECOY_DIR, 'libcuda.so.470.42.01'))
     root.symlink('libcuda.so.470.42.01', os.path.join(DECOY_DIR, 'libcuda.so.1'))
     root.copy(os.path.join(art, 'decoy-libEGL.so.1.1.0'), os.path.join(MESA_DIR, 'libEGL.so.1.1.0'))
@@ -228,6 +236,43 @@ def install_firmware(root, version, dirs):
     for fw in ('gsp_ga10x.bin', 'gsp_tu10x.bin'):
         root.write(os.path.join(dirs['firmware'], version, fw),
                    'fake GSP firmware %s for driver %s\n' % (fw, version), 0o644)
+
+
+def icd_json(library, version='1.0.0', api=None):
+    icd = {'library_path': library}
+    if api:
+        icd['api_version'] = api
+    return json.dumps({'file_format_version': version, 'ICD': icd}, indent=4) + '\n'
+
+
+def install_loader_files(root, args, version, dirs):
+    """The graphics loader files as NVIDIA's installer writes them, under the layout's share dir."""
+    share = dirs['share']
+    root.write(share + '/vulkan/icd.d/nvidia_icd.json', icd_json('libGLX_nvidia.so.0', '1.0.1', VULKAN_API))
+    # local layout: an absolute library path, which configure must honour at that very path
+    layer_lib = ('/%s/libGLX_nvidia.so.0' % dirs['lib64']) if args.layout == 'local' else 'libGLX_nvidia.so.0'
+    root.write(share + '/vulkan/implicit_layer.d/nvidia_layers.json', json.dumps({
+        'file_format_version': '1.0.1',
+        'layer': {'name': 'VK_LAYER_NV_optimus', 'type': 'INSTANCE', 'library_path': layer_lib,
+                  'api_version': VULKAN_API, 'implementation_version': '1', 'description': 'NVIDIA Optimus layer',
+                  'functions': {'vkGetInstanceProcAddr': 'vk_optimusGetInstanceProcAddr',
+                                'vkGetDeviceProcAddr': 'vk_optimusGetDeviceProcAddr'},
+                  'enable_environment': {'__NV_PRIME_RENDER_OFFLOAD': '1'},
+                  'disable_environment': {'DISABLE_LAYER_NV_OPTIMUS_1': ''}}}, indent=4) + '\n')
+    root.write(share + '/glvnd/egl_vendor.d/10_nvidia.json', icd_json('libEGL_nvidia.so.0'))
+    for name, lib in (('10_nvidia_wayland.json', 'libnvidia-egl-wayland.so.1'),
+                      ('15_nvidia_gbm.json', 'libnvidia-egl-gbm.so.1'),
+                      ('20_nvidia_xcb.json', 'libnvidia-egl-xcb.so.1')):   # decoy: no such library here
+        root.write(share + '/egl/egl_external_platform.d/' + name, icd_json(lib))
+    root.write('%s/nvidia/nvidia-application-profiles-%s-rc' % (share, version), json.dumps({
+        'rules': [{'pattern': {'feature': 'procname', 'matches': 'gnome-shell'}, 'profile': 'NoThreadedOptimizations'}],
+        'profiles': [{'name': 'NoThreadedOptimizations',
+                      'settings': [{'key': 'GLThreadedOptimizations', 'value': False}]}]}, indent=4) + '\n')
+    # decoys: other vendors' files and a broken NVIDIA file that a valid one must win over
+    root.write('usr/share/vulkan/icd.d/lvp_icd.x86_64.json',
+               icd_json('/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so', '1.0.0', '1.3.238'))
+    root.write('usr/share/glvnd/egl_vendor.d/50_mesa.json', icd_json('libEGL_mesa.so.0'))
+    root.write('etc/vulkan/implicit_layer.d/nvidia_layers.json', '{"file_format_version": "1.0.1", "layer": {\n')
 
 
 def access_file(minor, mode):
@@ -339,6 +384,7 @@ def main():
     libdirs = install_libraries(root, args, conf, dirs)
     install_binaries(root, args, dirs)
     install_firmware(root, conf['version'], dirs)
+    install_loader_files(root, args, conf['version'], dirs)
     install_proc(root, prof, conf['version'])
     install_dev(root, prof)
     if args.nvml_mode != 'ok':

@@ -6,9 +6,13 @@
  *   proc/driver/nvidia/gpus/<busid>/fake-nvml   brand, compute capability, MIG (fake only)
  *   dev/nvidiactl, dev/nvidia<minor>            a GPU is visible only if its node exists
  *   etc/fake-nvml-mode                          crash | hang | error, to test failure handling
+ *   etc/fake-nvml-inits                         when it exists, one line is appended per nvmlInit
+ *                                               (tests count NVML starts; the service child has an
+ *                                               empty environment, so the switch is a file)
  * libc only: it is injected into containers that have nothing but glibc. */
 #include <ctype.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,10 +305,28 @@ static void apply_failure_mode(nvmlReturn_t *ret)
         }
 }
 
+/* Appends one line to etc/fake-nvml-inits when the file exists (never creates it). */
+static void count_init(void)
+{
+        char path[4096], line[64];
+        int fd, n;
+
+        root_path(path, sizeof(path), "etc/fake-nvml-inits");
+        fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        n = snprintf(line, sizeof(line), "nvmlInit pid %d\n", (int) getpid());
+        if (write(fd, line, (size_t) n) < 0)
+                line[0] = '\0';
+        close(fd);
+}
+
 nvmlReturn_t nvmlInit_v2(void)
 {
         nvmlReturn_t ret = NVML_SUCCESS;
         char path[4096];
+
+        count_init();
 
         apply_failure_mode(&ret);
         if (ret != NVML_SUCCESS)

@@ -6,7 +6,11 @@
 # hook (the baseline of the ratios), with gpu-hook on a non-GPU container and on a GPU container
 # (compute,utility, all GPUs); `gpu-cli configure` alone (timed inside a createRuntime hook);
 # `gpu-cli info --fast` and `--nvml`; `nvidia-smi -L`; peak RSS of gpu-hook and gpu-cli.  A row whose
-# feature has not landed says "not landed".  --local measures on a machine without a GPU (the GPU
+# feature has not landed says "not landed".  Then the driver-state cache table: interleaved rounds
+# (GH_BENCH_RUNS, default 21) of a plain start, gpu-hook with all GPUs, gpu-hook with
+# NVIDIA_REQUIRE_CUDA=cuda>=12.0 on a warm and on a cold cache, each followed by a plain start (the
+# NVML after-effect); `gpu-cli info` from proc, the cache and NVML; the fingerprint's cost.  The
+# cache file lives in the test's temp dir, never in /run.  --local measures on a machine without a GPU (the GPU
 # rows then say so).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -86,7 +90,7 @@ for mode in fast nvml; do
         if [ $HAVE_GPU = 0 ]; then
                 bench_note "gpu-cli info --$mode" "$NOGPU"
         else
-                bench_measure "gpu-cli info --$mode" cmd "$GPU_CLI" info --$mode
+                bench_measure "gpu-cli info --$mode" cmd "$GPU_CLI" --no-cache info --$mode
         fi
 done
 if [ $HAVE_GPU = 1 ]; then
@@ -126,9 +130,62 @@ fi
 for mode in fast nvml; do
         if [ $HAVE_GPU = 0 ]; then
                 rss_row "gpu-cli info --$mode" "$NOGPU"
-        elif k=$(bench_rss "$GPU_CLI" info --$mode); then
+        elif k=$(bench_rss "$GPU_CLI" --no-cache info --$mode); then
                 rss_row "gpu-cli info --$mode" "$(kib "$k")"
         else
                 rss_row "gpu-cli info --$mode" "failed"
         fi
 done
+
+# ---- driver-state cache ------------------------------------------------------------------------
+echo
+echo "## driver-state cache: CUDA images without NVML"
+echo
+if [ $HAVE_GPU = 0 ]; then
+        echo "not measured: $NOGPU"
+else
+        STATE=$T/state/driver-state.json
+        printf '{"cli": {"root": "/", "path": "%s", "ldcache": "/etc/ld.so.cache", "state-file": "%s"}, "log": {"file": "%s"}}\n' \
+                "$GPU_CLI" "$STATE" "$T/gpu-hook.log" >"$T/gpu-hook-cache.json"
+        bench_statecache_table "$T/gpu-hook-cache.json" "$T/gpu-hook-cache.json" "$STATE"
+        bench_print_il
+        echo
+        BENCH_TABLE=() BENCH_BASELINE=""
+        "$GPU_CLI" --state-file="$STATE" cache refresh >/dev/null
+        bench_measure "gpu-cli info --fast (proc)" cmd "$GPU_CLI" --state-file="$STATE" info --fast
+        bench_measure "gpu-cli info, warm cache" cmd "$GPU_CLI" --state-file="$STATE" info
+        bench_measure "gpu-cli info --no-cache (NVML)" cmd "$GPU_CLI" --state-file="$STATE" info --no-cache
+        if "$GPU_CLI" info --help 2>&1 | grep -q -- '--cuda-only'; then
+                bench_measure "gpu-cli info --cuda-only (CUDA version from libcuda, no NVML, no cuInit)" cmd \
+                        "$GPU_CLI" --state-file="$STATE" info --cuda-only
+        fi
+        bench_print
+        echo
+        # Item 3: is the CUDA version alone (libcuda's cuDriverGetVersion, no cuInit) markedly cheaper
+        # than NVML for a cold cache, and does it leave no after-effect?  Each as a createRuntime hook
+        # (the place it would run), each followed by a plain start.
+        if "$GPU_CLI" info --help 2>&1 | grep -q -- '--cuda-only'; then
+                BENCH_TABLE=() BENCH_BASELINE=""
+                make_bundle "$T/il-base2" "$T/rootfs" /bin/true
+                make_bundle "$T/il-libcuda" "$T/rootfs" /bin/true
+                bundle_add_hook "$T/il-libcuda" createRuntime "$GPU_CLI" --no-cache info --cuda-only
+                make_bundle "$T/il-nvml" "$T/rootfs" /bin/true
+                bundle_add_hook "$T/il-nvml" createRuntime "$GPU_CLI" --no-cache info
+                bench_interleave base:"$T/il-base2" libcuda:"$T/il-libcuda" after-libcuda:"$T/il-base2" \
+                        nvml:"$T/il-nvml" after-nvml:"$T/il-base2"
+                bench_il_row base "no hook (baseline)" baseline
+                bench_il_row libcuda "hook: gpu-cli info --cuda-only (libcuda cuDriverGetVersion, no cuInit)"
+                bench_il_row after-libcuda "  no hook, right after the one above"
+                bench_il_row nvml "hook: gpu-cli --no-cache info (NVML)"
+                bench_il_row after-nvml "  no hook, right after the one above"
+                echo
+                echo "### cold cache: the CUDA version from libcuda alone vs NVML"
+                echo
+                bench_print_il
+                echo
+        fi
+        echo "driver-state $("$GPU_CLI" cache fingerprint --repeat=5000 2>&1)"
+        echo
+        echo "fingerprint inputs here:"
+        "$GPU_CLI" cache fingerprint 2>&1 | cut -c1-160 | sed 's/^/    /'
+fi

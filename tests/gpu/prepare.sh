@@ -2,7 +2,7 @@
 # Runs HERE (the CPU machine): builds the GPU-machine kit into .gpukit/ at the repo root.
 #
 #   bash tests/gpu/prepare.sh          then, through the device tool, with carry [".gpukit"]:
-#   bash tests/gpu/run.sh; bash tests/gpu/bench.sh; bash tests/gpu/run-doctor.sh (ps, metrics, doctor)
+#   bash tests/gpu/run.sh; bash tests/gpu/run-runtime.sh; bash tests/gpu/bench.sh; bash tests/gpu/run-doctor.sh
 #
 # The GPU machine (Ubuntu 24.04) has no -dev packages, no runc and no network, so the kit carries:
 #   bin/gpu-cli, bin/gpu-hook   release build of this tree
@@ -13,7 +13,11 @@
 #                               static_deps, on by default) and need only glibc; what remains is
 #                               runc's libseccomp.  With -Dstatic_deps=false the list grows to libelf,
 #                               libz, libtirpc, the krb5 libraries, libcap, libjansson.
+#   graphics/                   the graphics test programs (tests/gpu/graphics/*.c, built against
+#                               Debian's loader headers; they need only the loaders and glibc)
 #   tests/, bench/              the scripts, in case the tree there is older
+# tests/gpu/run-graphics.sh there also needs the loader .debs, carried separately as .gl/:
+# bash tests/gpu/graphics/fetch-debs.sh (here) writes them.
 #
 # How binaries find lib/ (when they need it): an RPATH, not a wrapper script.  runc executes the hook's path from
 # config.json directly, so a wrapper would add a shell start to every measured container start, and
@@ -49,11 +53,14 @@ if [ ! -f "$BUILD/build.ninja" ]; then
                 { tail -n 20 "$REPO/.gpukit-setup.log"; die "meson setup failed (log: .gpukit-setup.log)"; }
         rm -f "$REPO/.gpukit-setup.log"
 fi
-ninja -C "$BUILD" cli/gpu-cli hook/gpu-hook >/dev/null || die "build failed; run ninja -C $BUILD"
+# gpu-runtime reads its configuration from the compiled-in default only: the kit's points to a file
+# that run-runtime.sh writes on that machine's /run (a tmpfs; gpu-hook is always given --config).
+meson configure "$BUILD" -Ddefault_config=/run/gpukit/config.json >/dev/null || die "meson configure failed"
+ninja -C "$BUILD" cli/gpu-cli hook/gpu-hook runtime/gpu-runtime >/dev/null || die "build failed; run ninja -C $BUILD"
 
 rm -rf "$KIT"
 mkdir -p "$KIT/bin" "$KIT/lib" "$KIT/tests/gpu" "$KIT/bench"
-cp "$BUILD/cli/gpu-cli" "$BUILD/hook/gpu-hook" "$KIT/bin/"
+cp "$BUILD/cli/gpu-cli" "$BUILD/hook/gpu-hook" "$BUILD/runtime/gpu-runtime" "$KIT/bin/"
 cp "$RUNC_SRC" "$KIT/bin/runc"
 cp "$BUSYBOX_SRC" "$KIT/bin/busybox"
 [ -x /usr/bin/time ] && cp /usr/bin/time "$KIT/bin/time"
@@ -66,7 +73,7 @@ is_glibc() {
         *) return 1 ;;
         esac
 }
-for bin in "$KIT/bin/gpu-cli" "$KIT/bin/gpu-hook" "$KIT/bin/runc" "$KIT/bin/time"; do
+for bin in "$KIT/bin/gpu-cli" "$KIT/bin/gpu-hook" "$KIT/bin/gpu-runtime" "$KIT/bin/runc" "$KIT/bin/time"; do
         [ -e "$bin" ] || continue
         while read -r name _ path _; do
                 is_glibc "$name" && continue
@@ -75,11 +82,11 @@ for bin in "$KIT/bin/gpu-cli" "$KIT/bin/gpu-hook" "$KIT/bin/runc" "$KIT/bin/time
         done < <(ldd "$bin" | awk '$2 == "=>" { print $1, $2, $3 }')
 done
 
-patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$KIT/bin/gpu-cli" "$KIT/bin/gpu-hook"
+patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$KIT/bin/gpu-cli" "$KIT/bin/gpu-hook" "$KIT/bin/gpu-runtime"
 patchelf --force-rpath --set-rpath "$RUNC_LIBDIR" "$KIT/bin/runc"
 
 # Check here what can be checked: every dependency resolves into the kit, and the binaries start.
-for bin in gpu-cli gpu-hook; do
+for bin in gpu-cli gpu-hook gpu-runtime; do
         if ldd "$KIT/bin/$bin" | grep -q 'not found'; then
                 ldd "$KIT/bin/$bin" >&2
                 die "$bin has unresolved libraries"
@@ -93,6 +100,10 @@ done
 
 cp "$REPO/tests/lib.sh" "$KIT/tests/"
 cp "$here"/*.sh "$here"/*.cu "$KIT/tests/gpu/"
+cp -r "$here/graphics" "$KIT/tests/gpu/"
+bash "$here/graphics/build.sh" "$KIT/graphics" >/dev/null 2>&1 ||
+        echo "prepare: warning: the graphics test programs did not build (apt-get install libvulkan-dev libegl-dev libgles-dev)" >&2
+mkdir -p "$KIT/tests/helpers" && cp "$REPO/tests/helpers/cdi-apply.py" "$KIT/tests/helpers/"
 cp "$REPO/bench/common.sh" "$KIT/bench/"
 
 {
@@ -101,6 +112,7 @@ cp "$REPO/bench/common.sh" "$KIT/bench/"
                 git -C "$REPO" diff --quiet HEAD 2>/dev/null || echo ' (plus uncommitted changes)')"
         echo "gpu-cli: $("$KIT/bin/gpu-cli" --version)"
         echo "runc: $("$RUNC_SRC" --version | head -n 1)"
+        echo "graphics programs: $(ls "$KIT/graphics" 2>/dev/null | tr '\n' ' ')"
         echo "runc libraries: $RUNC_LIBDIR (filled by run.sh)"
 } >"$KIT/MANIFEST"
 

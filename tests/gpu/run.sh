@@ -214,6 +214,28 @@ EOF
         done
 fi
 
+# The driver-state cache on the real driver (its own file, not /run/gpu-hook): the second query is
+# answered from it, identically, and the driver's CUDA version also comes from libcuda alone.
+SC=(--state-file="$T/state/driver-state.json")
+if [ $HAVE_GPU = 0 ]; then
+        t_skip "driver-state cache on the real driver" "$NO_GPU"
+else
+        canon() { "$GH_PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d.pop("source"); print(s); print(json.dumps(d, sort_keys=True))' "$1"; }
+        timeout 60 "$GPU_CLI" "${SC[@]}" info --json >"$T/sc1.json" 2>"$T/sc.err"
+        timeout 60 "$GPU_CLI" "${SC[@]}" info --json >"$T/sc2.json" 2>>"$T/sc.err"
+        t_is "$(canon "$T/sc1.json" | head -n1) $(canon "$T/sc2.json" | head -n1)" "nvml cache" \
+                "driver-state cache: the first info asks NVML, the second is answered by the cache" || t_diag_file "$T/sc.err"
+        t_is "$(canon "$T/sc2.json" | tail -n1)" "$(canon "$T/sc1.json" | tail -n1)" "driver-state cache: the cached answer is NVML's, field by field"
+        t_match "$("$GPU_CLI" "${SC[@]}" cache show | head -n1)" "fresh" "driver-state cache: cache show says fresh"
+        t_diag "fingerprint: $("$GPU_CLI" cache fingerprint --repeat=2000 2>&1)"
+        "$GPU_CLI" cache fingerprint 2>&1 | cut -c1-200 | sed 's/^/# /'
+        cuda_nvml=$("$GH_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["cuda_version"])' "$T/sc1.json")
+        cuda_lib=$(timeout 60 "$GPU_CLI" --no-cache info --cuda-only --json 2>"$T/cu.err" |
+                "$GH_PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["cuda_version"])' 2>/dev/null)
+        t_is "$cuda_lib" "$cuda_nvml" "libcuda's cuDriverGetVersion (no cuInit, sandboxed child) gives NVML's CUDA version" ||
+                t_diag_file "$T/cu.err"
+fi
+
 if [ $HAVE_GPU = 0 ]; then
         t_skip "gpu-cli list against this machine's driver" "$NO_GPU"
 else

@@ -34,8 +34,8 @@ def main():
     want = {}
     for d in plan["devices"]:
         want[d["container_path"]] = ("c", "%d:%d" % (d["major"], d["minor"]))
-    for sec in ("libraries", "binaries", "firmwares"):
-        for e in plan[sec]:
+    for sec in ("libraries", "binaries", "firmwares", "configs"):
+        for e in plan.get(sec, []):
             want[e["container_path"]] = ("f", "")
     for e in plan["ipcs"]:
         want[e["container_path"]] = ("d" if e["type"] == "directory" else "s", "")

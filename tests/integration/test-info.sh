@@ -43,7 +43,7 @@ for i, g in enumerate(sorted(prof["gpus"], key=bus_key)):
 cuda = prof.get("cuda_driver_version", 13000)
 print(json.dumps({"nvrm_version": ver,
                   "cuda_version": "%d.%d" % (cuda // 1000, cuda % 1000 // 10) if nvml else None,
-                  "source": mode, "gpus": gpus}, indent=2, sort_keys=True))
+                  "source": "nvml" if nvml else "proc", "gpus": gpus}, indent=2, sort_keys=True))
 EOF
 }
 
@@ -84,10 +84,11 @@ done
 # --- text and CSV on the 8-GPU profile -----------------------------------------------------------
 R=$T/root-8gpu-mig
 "$GPU_CLI" --root="$R" info >"$T/out.txt" 2>&1
-t_is "$(head -2 "$T/out.txt")" "NVRM version:   $VER
-CUDA version:   13.0" "text: NVRM and CUDA version lines"
+t_is "$(head -3 "$T/out.txt")" "NVRM version:   $VER
+CUDA version:   13.0
+Source:         nvml" "text: NVRM and CUDA version lines, and where the answer came from"
 t_is "$(grep -c '^Device Index:' "$T/out.txt")" 8 "text: eight GPU blocks"
-t_is "$(sed -n 4,10p "$T/out.txt")" "Device Index:   0
+t_is "$(sed -n 5,11p "$T/out.txt")" "Device Index:   0
 Device Minor:   2
 Model:          NVIDIA A100-SXM4-40GB
 Brand:          Tesla

@@ -20,12 +20,14 @@ libvdpau_nvidia libnvidia-encode libnvidia-opticalflow libnvcuvid
 libnvidia-eglcore libnvidia-glcore libnvidia-tls libnvidia-glsi libnvidia-fbc libnvidia-ifr libnvidia-rtcore libnvoptix
 libGLX_nvidia libEGL_nvidia libGLESv2_nvidia libGLESv1_CM_nvidia libnvidia-glvkspirv libnvidia-cbl
 libnvidia-ngx"
+# NVIDIA's EGL platform libraries: graphics, with their own version numbers (docs/graphics.md).
+OWN_STEMS="libnvidia-egl-wayland libnvidia-egl-gbm libnvidia-egl-xcb libnvidia-egl-xlib"
 
 # expected_libs ROOT 64|32: host paths of the libraries a correct implementation lists.
 expected_libs() {
         ldconfig -p -C "$1/etc/ld.so.cache" | "$GH_PYTHON" -c '
 import os, re, struct, sys
-root, bits, ver, stems = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split()
+root, bits, ver, stems, own = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(), sys.argv[5].split()
 
 def in_root(path):
     # Resolve every symlink as if root were "/" (what the in-root resolver does).
@@ -53,9 +55,13 @@ for line in sys.stdin:
     key, flags, value = m.groups()
     if bits == "64" and flags != "libc6,x86-64": continue
     if bits == "32" and flags not in ("libc6", "ELF"): continue
-    if not any(key == s + ".so" or key.startswith(s + ".so.") for s in stems): continue
+    stem = [s for s in stems + own if key == s + ".so" or key.startswith(s + ".so.")]
+    if not stem: continue
     real = in_root(value)
-    if not real or not os.path.isfile(real) or not real.endswith(".so." + ver): continue
+    if not real or not os.path.isfile(real): continue
+    if stem[0] in own:
+        if not re.fullmatch(re.escape(stem[0]) + r"\.so\.[0-9]+(\.[0-9]+)+", os.path.basename(real)): continue
+    elif not real.endswith(".so." + ver): continue
     with open(real, "rb") as f: h = f.read(20)
     if h[:4] != b"\x7fELF": continue
     cls, etype, mach = h[4], struct.unpack("<H", h[16:18])[0], struct.unpack("<H", h[18:20])[0]
@@ -65,7 +71,7 @@ for line in sys.stdin:
     seen.add((st.st_dev, st.st_ino))
     out.append(real)
 print("\n".join(sorted(out)))
-' "$1" "$2" "$VER" "$STEMS"
+' "$1" "$2" "$VER" "$STEMS" "$OWN_STEMS"
 }
 
 # is_elf_program FILE: an ELF executable (not a script).
@@ -83,7 +89,7 @@ check_layout() {
         want=$(expected_libs "$R" 64)
         got=$("$GPU_CLI" --root="$R" list --libraries | sort)
         t_is "$got" "$want" "$layout: list --libraries prints exactly the driver's 64-bit libraries"
-        t_is "$(printf '%s\n' "$want" | wc -l)" 32 "$layout: that is 32 libraries (libnvidia-nscq is only an i386 decoy)"
+        t_is "$(printf '%s\n' "$want" | wc -l)" 34 "$layout: that is 34 libraries (libnvidia-nscq is only an i386 decoy; 2 EGL platform libraries)"
         t_is "$("$GPU_CLI" --root="$R" list --libraries | sort | uniq -d)" "" "$layout: each real file once"
         t_nomatch "$got" "470\.42\.01|libEGL\.so|nscq" "$layout: no decoy library (other version, Mesa libEGL, i386 nscq)"
         t_match "$got" "^$R/" "$layout: host paths carry the root prefix"
@@ -125,7 +131,7 @@ check_layout() {
                 "$R/dev/nvidiactl $R/dev/nvidia-uvm $R/dev/nvidia-uvm-tools $R/dev/nvidia-modeset " \
                 "$layout: list starts with the control device nodes (no GPU without --device)"
         t_nomatch "$out" "/dev/nvidia[0-9]" "$layout: no GPU node without --device"
-        t_is "$(printf '%s\n' "$out" | wc -l)" $((4 + 32 + 6 + 2 + 2)) "$layout: list prints everything"
+        t_is "$(printf '%s\n' "$out" | wc -l)" $((4 + 34 + 6 + 2 + 2 + 6)) "$layout: list prints everything (6 loader files)"
         out=$("$GPU_CLI" --root="$R" list --device=all)
         t_is "$(printf '%s\n' "$out" | grep -c "^$R/dev/nvidia[0-9]")" 2 "$layout: --device=all adds both GPUs"
         out=$("$GPU_CLI" --root="$R" list --device=1 --libraries --ipcs)
@@ -165,7 +171,7 @@ rm "$T/root-standard/etc/ld.so.cache"
 out=$("$GPU_CLI" --root="$T/root-standard" list 2>&1)
 t_match "$out" "ld.so.cache.*--ldcache" "no ld.so.cache: the message says --ldcache"
 out=$(ldconfig -r "$T/root-standard" -C /etc/other.cache 2>&1 && "$GPU_CLI" --root="$T/root-standard" --ldcache=/etc/other.cache list --libraries | wc -l)
-t_is "$out" 32 "--ldcache=FILE reads that cache inside the root"
+t_is "$out" 34 "--ldcache=FILE reads that cache inside the root"
 
 # A GPU's node with another GPU's device number (a stale or tampered /dev): refused, never listed
 # (configure would bind it and allow that number in the device cgroup).

@@ -25,7 +25,7 @@ HM=$T/host
 make_markers() {
         local d
         mkdir -p "$HM"
-        for d in lib bin firmware etc dev proc run compat; do
+        for d in lib bin firmware etc dev proc run compat share; do
                 mkdir -p "$HM/$d"
                 echo "host $d marker" >"$HM/$d/keep"
         done
@@ -79,7 +79,7 @@ new_container() {
         cat >"$T/$CASE/hook" <<EOF
 #!/bin/sh
 pid=\$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')
-exec ${HOOK_WRAPPER:-} $GPU_CLI --root=$DRV --debug=$T/$CASE/cli.log configure --pid=\$pid --device=0 --compute --utility $ROOTFS
+exec ${HOOK_WRAPPER:-} $GPU_CLI --root=$DRV --debug=$T/$CASE/cli.log configure --pid=\$pid --device=0 ${HOOK_CAPS:---compute --utility} $ROOTFS
 EOF
         chmod 755 "$T/$CASE/hook"
         bundle_add_hook "$BUNDLE" createRuntime "$T/$CASE/hook"
@@ -258,6 +258,20 @@ hcase smi-chr 'nvidia-smi' setup_chr usr/bin/nvidia-smi
 # A hang here ends at the hook's timeout: keep it short so the suite stays fast.
 HOOK_TIMEOUT=8 hcase ldcache-fifo 'ld\.so\.cache' setup_fifo etc/ld.so.cache
 HOOK_TIMEOUT=8 hcase debian-version-fifo "$LIBRE|debian_version" setup_fifo etc/debian_version
+
+# --- the graphics loaders' directories and files (configure --graphics too) out of the root
+GFX="--compute --utility --graphics"
+GFXRE='vulkan|glvnd|egl|/usr/share'
+HOOK_CAPS=$GFX hcase vulkan-abs "$GFXRE" swap_link usr/share/vulkan "$HM/share"
+HOOK_CAPS=$GFX hcase icd-dir-rel "$GFXRE" swap_rel usr/share/vulkan/icd.d "$HM/share"
+HOOK_CAPS=$GFX hcase layer-dir-proc-self-root "$GFXRE" swap_link usr/share/vulkan/implicit_layer.d "/proc/self/root$HM/share"
+HOOK_CAPS=$GFX hcase egl-vendor-dir-proc-1-root "$GFXRE" swap_link usr/share/glvnd/egl_vendor.d "/proc/1/root$HM/share"
+HOOK_CAPS=$GFX hcase egl-platform-dir-rel "$GFXRE" swap_rel usr/share/egl/egl_external_platform.d "$HM/share"
+HOOK_CAPS=$GFX hcase usr-share-abs "$GFXRE" swap_link usr/share "$HM/share"
+HOOK_CAPS=$GFX hcase icd-file-abs "$GFXRE" swap_link usr/share/vulkan/icd.d/nvidia_icd.json "$HM/precious"
+HOOK_CAPS=$GFX hcase egl-vendor-file-rel "$GFXRE" swap_rel usr/share/glvnd/egl_vendor.d/10_nvidia.json "$HM/precious"
+setup_fifo_p() { mkdir -p "$(dirname "$ROOTFS/$1")" && setup_fifo "$1"; }
+HOOK_CAPS=$GFX HOOK_TIMEOUT=8 hcase icd-file-fifo "$GFXRE" setup_fifo_p usr/share/vulkan/icd.d/nvidia_icd.json
 
 # --- device nodes of the image at the paths gpu-cli looks at: opening one as root outside the
 # container's device cgroup can have side effects (a watchdog arms, a tape rewinds), so none may be

@@ -18,6 +18,9 @@ NO_NEW_API=$GH_BUILD_DIR/tests/helpers/no-new-mount-api
 DRV=$T/drv
 bash "$MKROOT" "$DRV" --sockets >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_fatal "make-root.sh failed"; }
 mkdir -p "$DRV/tmp/nvidia-mps"
+# The driver on a shared mount, as / is on a systemd host: a bind from it joins its peer group unless
+# made private, so a missing MS_PRIVATE shows as "shared:N" in the container.
+mount --bind "$DRV" "$DRV" && mount --make-shared "$DRV" || t_fatal "cannot make the driver root a shared mount"
 LIBDIR=usr/lib/x86_64-linux-gnu
 LIBCUDA=$(cd "$DRV/$LIBDIR" && ls libcuda.so.*.* 2>/dev/null | head -n1)
 FIRMWARE=$(cd "$DRV" && ls lib/firmware/nvidia/*/gsp_*.bin 2>/dev/null | head -n1)

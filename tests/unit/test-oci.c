@@ -123,7 +123,34 @@ static void test_spec(void)
         ok(!sp.privileged, "CAP_SYS_ADMIN outside the bounding set is not privileged");
         is_str(sp.rootfs, "/abs", "absolute root.path kept");
         is_int(sp.n_env, 0, "no env is an empty env");
+        is_int(sp.n_devices, 0, "no linux.devices is none");
         gh_oci_spec_free(&sp);
+
+        s = "{\"ociVersion\":\"1.0.2\",\"process\":{},\"root\":{\"path\":\"/abs\"},\"linux\":{\"devices\":["
+            "{\"path\":\"/dev/nvidia0\",\"type\":\"c\",\"major\":195,\"minor\":0,\"fileMode\":438},"
+            "{\"path\":\"/dev/fifo\",\"type\":\"p\"}]}}";
+        is_int(gh_oci_spec_parse(s, strlen(s), "/bundle", &sp, &err), 0, "a spec with linux.devices parses");
+        is_int(sp.n_devices, 2, "both devices read");
+        ok(sp.n_devices == 2 && sp.devices[0].type == 'c' && sp.devices[0].major == 195 && sp.devices[0].minor == 0,
+           "a character device's type, major and minor");
+        ok(sp.n_devices == 2 && sp.devices[1].type == 'p' && sp.devices[1].major == 0, "a FIFO without numbers");
+        gh_oci_spec_free(&sp);
+
+        static const char *const bad[] = {
+                "\"linux\":[]",
+                "\"linux\":{\"devices\":{}}",
+                "\"linux\":{\"devices\":[\"/dev/x\"]}",
+                "\"linux\":{\"devices\":[{\"path\":\"/dev/x\",\"type\":\"x\"}]}",
+                "\"linux\":{\"devices\":[{\"type\":\"c\"}]}",
+                "\"linux\":{\"devices\":[{\"path\":\"/dev/x\",\"type\":\"c\",\"major\":\"195\"}]}",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char buf[512];
+                gh_error_free(&err);
+                snprintf(buf, sizeof(buf), "{\"ociVersion\":\"1.0.2\",\"process\":{},\"root\":{\"path\":\"/a\"},%s}", bad[i]);
+                ok(gh_oci_spec_parse(buf, strlen(buf), "/bundle", &sp, &err) < 0 && err && strstr(err->msg, "linux"),
+                   "malformed linux.devices is an error naming it (%s)", bad[i]);
+        }
 }
 
 int main(void)

@@ -1,0 +1,106 @@
+/* gpu-cli cdi-hook: the createContainer hook a CDI spec names; flag parsing only, the work is
+ * gh_cdi_hook_run() in lib/cdi-hook.c. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cdi-hook.h"
+#include "cleanup.h"
+#include "cli.h"
+#include "log.h"
+
+static void cdi_hook_usage(FILE *out)
+{
+        fprintf(out,
+                "Usage: gpu-cli [--root=DIR] cdi-hook [OPTIONS]\n"
+                "\n"
+                "Runs as a createContainer hook from a CDI spec (see 'gpu-cli cdi generate'): reads the OCI\n"
+                "state on stdin and the bundle's config.json, then, inside the container root only:\n"
+                "\n"
+                "      --link=TARGET::PATH        create the symlink PATH -> TARGET (repeatable)\n"
+                "      --library=SONAME::PATH     add a 64-bit library to /etc/ld.so.cache (repeatable)\n"
+                "      --library32=SONAME::PATH   add an i386 library to /etc/ld.so.cache (repeatable)\n"
+                "      --mask-proc                mask /proc/driver/nvidia: params with ModifyDeviceFiles: 0,\n"
+                "                                 version, registry, and gpus/ of the GPUs whose /dev/nvidiaN\n"
+                "                                 the container was given (config.json linux.devices)\n"
+                "\n"
+                "The image's /etc/ld.so.cache entries are kept; the image's ldconfig is never run.  Its own\n"
+                "environment is ignored.  It refuses to run outside the container's mount namespace.\n"
+                "\n"
+                "Exit status: 0 success, 1 failure, 2 usage error.\n");
+}
+
+enum { OPT_LINK = 1000, OPT_LIBRARY, OPT_LIBRARY32, OPT_MASK_PROC };
+
+static int add_pair(const char *opt, char *arg, bool b_abs, struct gh_cdi_pair **v, size_t *n)
+{
+        _cleanup_error_ gh_error_t err = NULL;
+        struct gh_cdi_pair p;
+        void *nv;
+
+        if (gh_cdi_pair_parse(opt, arg, b_abs, &p, &err) < 0) {
+                fprintf(stderr, "gpu-cli: cdi-hook: %s\n", err->msg);
+                return -1;
+        }
+        nv = realloc(*v, (*n + 1) * sizeof(**v));
+        if (nv == NULL) {
+                fprintf(stderr, "gpu-cli: cdi-hook: out of memory\n");
+                return -1;
+        }
+        *v = nv;
+        (*v)[(*n)++] = p;
+        return 0;
+}
+
+int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
+{
+        static const struct option opts[] = {
+                { "link", required_argument, NULL, OPT_LINK },
+                { "library", required_argument, NULL, OPT_LIBRARY },
+                { "library32", required_argument, NULL, OPT_LIBRARY32 },
+                { "mask-proc", no_argument, NULL, OPT_MASK_PROC },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        struct gh_cdi_hook_opts o = { .root = g->root, .state_fd = STDIN_FILENO };
+        _cleanup_error_ gh_error_t err = NULL;
+        int c, r = CLI_EXIT_USAGE;
+
+        while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+                switch (c) {
+                case OPT_LINK:
+                        if (add_pair("link", optarg, true, &o.links, &o.nlinks) < 0)
+                                goto out;
+                        break;
+                case OPT_LIBRARY:
+                        if (add_pair("library", optarg, true, &o.libs, &o.nlibs) < 0)
+                                goto out;
+                        break;
+                case OPT_LIBRARY32:
+                        if (add_pair("library32", optarg, true, &o.libs32, &o.nlibs32) < 0)
+                                goto out;
+                        break;
+                case OPT_MASK_PROC: o.mask_proc = true; break;
+                case 'h': cdi_hook_usage(stdout); r = CLI_EXIT_OK; goto out;
+                default: cdi_hook_usage(stderr); goto out;
+                }
+        }
+        if (optind != argc) {
+                fprintf(stderr, "gpu-cli: cdi-hook takes no positional argument ('%s'); see 'gpu-cli cdi-hook --help'\n",
+                        argv[optind]);
+                goto out;
+        }
+        if (gh_cdi_hook_run(&o, &err) < 0) {
+                fprintf(stderr, "gpu-cli: cdi-hook: %s\n", err && err->msg ? err->msg : "failed");
+                r = CLI_EXIT_FAILURE;
+                goto out;
+        }
+        r = CLI_EXIT_OK;
+out:
+        free(o.links);
+        free(o.libs);
+        free(o.libs32);
+        return r;
+}

@@ -1,0 +1,493 @@
+/* gpu-cli setup docker|containerd|crio|podman: one command that wires an engine up (docs/engines.md).
+ *
+ *   docker      daemon.json: "runtimes": {"gpu": {"path": gpu-runtime}} (+ "default-runtime": "gpu"
+ *               with --default), every other key kept; a backup of the original; and the name
+ *               dockerd looks for with --gpus, nvidia-container-runtime-hook -> gpu-hook, unless
+ *               NVIDIA's own file is installed.
+ *   containerd  a drop-in TOML for a "gpu" runtime handler whose BinaryName is gpu-runtime.
+ *   crio        a drop-in for a "gpu" runtime, and the hooks.d file.
+ *   podman      the hooks.d file (createRuntime).
+ *
+ * Each change is computed first; --dry-run prints it as a diff, otherwise only files whose content
+ * changes are written, so a second run changes nothing.  --undo takes out exactly what setup put in. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "cli.h"
+#include "config.h" /* the build's: GPUHOOK_HOOK_PATH, GPUHOOK_RUNTIME_PATH */
+#include "oci.h" /* _cleanup_json_ */
+#include "setup.h"
+
+#define HOOK_NAME "nvidia-container-runtime-hook"
+
+struct setup_opts {
+        const char *engine;
+        const char *config;    /* the file to edit or write */
+        const char *hooks_dir; /* podman/CRI-O hooks.d */
+        const char *hook_link; /* docker: where the --gpus hook name goes; "none" = nowhere */
+        const char *runtime_path, *hook_path;
+        bool dry_run, undo, set_default;
+};
+
+/* One file's change: new == NULL removes it; link != NULL makes path a symlink to it. */
+struct change {
+        char *path;
+        char *old, *new;
+        bool exists, backup;
+        bool drop_backup; /* undo restored the backup verbatim: remove it */
+        bool is_link;     /* a symlink: old/new are "-> TARGET" for the diff */
+        const char *link; /* the target to create; NULL with is_link: remove */
+};
+
+struct plan {
+        struct change v[4];
+        size_t n;
+        const char *restart;
+};
+
+static void usage(FILE *out)
+{
+        fprintf(out,
+                "Usage: gpu-cli setup docker|containerd|crio|podman [OPTIONS]\n"
+                "\n"
+                "Configures a container engine to use gpu-hook and gpu-runtime.\n"
+                "  docker      daemon.json: runtime \"gpu\" (gpu-runtime), and nvidia-container-runtime-hook\n"
+                "              -> gpu-hook for `docker run --gpus` (not when NVIDIA's own file is installed)\n"
+                "  containerd  drop-in with a \"gpu\" runtime handler (BinaryName = gpu-runtime)\n"
+                "  crio        drop-in with a \"gpu\" runtime, and the hooks.d file\n"
+                "  podman      the hooks.d file\n"
+                "\n"
+                "Options:\n"
+                "  --config=FILE        the file to edit (docker: /etc/docker/daemon.json) or write (containerd:\n"
+                "                       /etc/containerd/conf.d/99-gpu-hook.toml, crio: /etc/crio/crio.conf.d/99-gpu-hook.conf)\n"
+                "  --hooks-dir=DIR      hooks.d for podman and crio (default /etc/containers/oci/hooks.d)\n"
+                "  --hook-link=PATH     docker: the --gpus hook name (default /usr/local/bin/%s; none: skip)\n"
+                "  --default            docker, crio: make \"gpu\" the default runtime\n"
+                "  --runtime-path=FILE  gpu-runtime to configure (default %s)\n"
+                "  --hook-path=FILE     gpu-hook to configure (default %s)\n"
+                "  --dry-run            print the changes as a diff, change nothing\n"
+                "  --undo               take out what setup put in\n"
+                "\n"
+                "Exit status: 0 done (or nothing to do), 1 failure (nothing changed), 2 usage error.\n",
+                HOOK_NAME, GPUHOOK_RUNTIME_PATH, GPUHOOK_HOOK_PATH);
+}
+
+static int add_change(struct plan *p, const char *path, gh_error_t *err)
+{
+        struct change *c = &p->v[p->n];
+
+        memset(c, 0, sizeof(*c));
+        c->path = strdup(path);
+        if (c->path == NULL)
+                return gh_err(err, ENOMEM, "planning the change");
+        if (setup_read(path, &c->old, &c->exists, err) < 0)
+                return -1;
+        p->n++;
+        return 0;
+}
+
+static void plan_free(struct plan *p)
+{
+        for (size_t i = 0; i < p->n; i++) {
+                free(p->v[i].path);
+                free(p->v[i].old);
+                free(p->v[i].new);
+        }
+        p->n = 0;
+}
+
+/* ---- docker ------------------------------------------------------------------------------- */
+
+/* The indentation of the first indented line, so that a rewrite keeps the file's style. */
+static int indent_of(const char *text)
+{
+        const char *nl = text ? strchr(text, '\n') : NULL;
+        int n = 0;
+
+        if (nl == NULL)
+                return 4;
+        while (nl[1 + n] == ' ')
+                n++;
+        return n > 0 && n <= 8 ? n : 4;
+}
+
+/* Undo: when the file is what setup made of its backup (no edits since), the backup's own text comes
+ * back byte for byte, formatting and all. */
+static void restore_backup(struct change *c)
+{
+        _cleanup_free_ char *bak = NULL, *text = NULL, *dump = NULL;
+        _cleanup_error_ gh_error_t e = NULL;
+        _cleanup_json_ json_t *j = NULL;
+        bool exists;
+
+        if (asprintf(&bak, "%s%s", c->path, SETUP_BACKUP_SUFFIX) < 0 || setup_read(bak, &text, &exists, &e) < 0 ||
+            !exists || (j = setup_json_parse(text, bak, &e)) == NULL)
+                return;
+        dump = json_dumps(j, JSON_INDENT(indent_of(c->old)) | JSON_PRESERVE_ORDER);
+        if (dump == NULL || c->new == NULL || strncmp(dump, c->new, strlen(dump)) != 0 || strcmp(c->new + strlen(dump), "\n") != 0)
+                return;
+        free(c->new);
+        c->new = steal_pointer(&text);
+        c->drop_backup = true;
+}
+
+static int docker_json(const struct setup_opts *o, struct change *c, gh_error_t *err)
+{
+        _cleanup_json_ json_t *j = NULL;
+        json_t *runtimes, *gpu, *def;
+        char *dump;
+
+        if (c->exists && strspn(c->old, " \t\r\n") != strlen(c->old)) {
+                j = setup_json_parse(c->old, c->path, err);
+                if (j == NULL)
+                        return gh_err_wrap(err, "refusing to edit it");
+        } else {
+                j = json_object();
+        }
+        if (j == NULL)
+                return gh_err(err, ENOMEM, "%s", c->path);
+        runtimes = json_object_get(j, "runtimes");
+        if (runtimes != NULL && !json_is_object(runtimes))
+                return gh_err(err, 0, "%s: \"runtimes\" is not an object; fix the file first", c->path);
+        gpu = runtimes ? json_object_get(runtimes, "gpu") : NULL;
+        def = json_object_get(j, "default-runtime");
+        if (def != NULL && !json_is_string(def))
+                return gh_err(err, 0, "%s: \"default-runtime\" is not a string; fix the file first", c->path);
+
+        if (o->undo && gpu == NULL && (def == NULL || strcmp(json_string_value(def), "gpu") != 0)) {
+                c->new = c->exists ? strdup(c->old) : NULL; /* nothing of setup's in it */
+                return c->exists && c->new == NULL ? gh_err(err, ENOMEM, "%s", c->path) : 0;
+        }
+        if (o->undo) {
+                const char *p = json_string_value(json_object_get(gpu, "path"));
+                if (gpu != NULL && (p == NULL || strcmp(p, o->runtime_path) != 0))
+                        return gh_err(err, 0, "%s: runtimes.gpu is not the one setup adds (%s); remove it by hand",
+                                      c->path, p ? p : "no path");
+                if (gpu != NULL)
+                        json_object_del(runtimes, "gpu");
+                if (runtimes != NULL && json_object_size(runtimes) == 0)
+                        json_object_del(j, "runtimes");
+                if (def != NULL && strcmp(json_string_value(def), "gpu") == 0)
+                        json_object_del(j, "default-runtime");
+        } else {
+                const char *p = json_string_value(json_object_get(gpu, "path"));
+                if (gpu != NULL && (p == NULL || strcmp(p, o->runtime_path) != 0))
+                        return gh_err(err, 0, "%s: runtimes.gpu already names %s; remove it or run setup --undo first",
+                                      c->path, p ? p : "something else");
+                if (runtimes == NULL && json_object_set_new(j, "runtimes", runtimes = json_object()) < 0)
+                        return gh_err(err, ENOMEM, "%s", c->path);
+                if (gpu == NULL &&
+                    json_object_set_new(runtimes, "gpu", json_pack("{s:s}", "path", o->runtime_path)) < 0)
+                        return gh_err(err, ENOMEM, "%s", c->path);
+                if (o->set_default && def != NULL && strcmp(json_string_value(def), "gpu") != 0)
+                        return gh_err(err, 0, "%s: \"default-runtime\" is already \"%s\"; change it by hand", c->path,
+                                      json_string_value(def));
+                if (o->set_default && json_object_set_new(j, "default-runtime", json_string("gpu")) < 0)
+                        return gh_err(err, ENOMEM, "%s", c->path);
+        }
+        if (!c->exists && json_object_size(j) == 0) {
+                c->new = NULL; /* undo of a file that was never there */
+                return 0;
+        }
+        dump = json_dumps(j, JSON_INDENT(indent_of(c->old)) | JSON_PRESERVE_ORDER);
+        if (dump == NULL || asprintf(&c->new, "%s\n", dump) < 0) {
+                free(dump);
+                return gh_err(err, ENOMEM, "%s", c->path);
+        }
+        free(dump);
+        c->backup = c->exists && !o->undo;
+        if (o->undo)
+                restore_backup(c);
+        return 0;
+}
+
+/* Where another nvidia-container-runtime-hook would be found first on a usual PATH. */
+static const char *foreign_hook(const struct setup_opts *o, char *buf, size_t size)
+{
+        static const char *const dirs[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin" };
+        char target[PATH_MAX];
+
+        for (size_t i = 0; i < GH_ARRAY_SIZE(dirs); i++) {
+                snprintf(buf, size, "%s/%s", dirs[i], HOOK_NAME);
+                ssize_t n = readlink(buf, target, sizeof(target) - 1);
+                if (n > 0) {
+                        target[n] = '\0';
+                        if (strcmp(target, o->hook_path) == 0)
+                                continue;
+                }
+                if (access(buf, F_OK) == 0)
+                        return buf;
+        }
+        return NULL;
+}
+
+static int docker_link(const struct setup_opts *o, struct plan *p, gh_error_t *err)
+{
+        char target[PATH_MAX], other[PATH_MAX];
+        struct change *c;
+        struct stat st;
+        ssize_t n;
+
+        if (strcmp(o->hook_link, "none") == 0)
+                return 0;
+        c = &p->v[p->n];
+        memset(c, 0, sizeof(*c));
+        n = readlink(o->hook_link, target, sizeof(target) - 1);
+        bool ours = n > 0 && ((target[n] = '\0'), strcmp(target, o->hook_path) == 0);
+        if (!ours && lstat(o->hook_link, &st) == 0) {
+                if (o->undo)
+                        return 0;
+                printf("%s exists and is not gpu-cli's link (NVIDIA's hook?): left as it is; docker run --gpus uses it\n",
+                       o->hook_link);
+                return 0;
+        }
+        if (!o->undo && !ours && foreign_hook(o, other, sizeof(other)) != NULL) {
+                printf("NVIDIA's %s is installed (%s): not adding gpu-cli's link; docker run --gpus keeps using it\n",
+                       HOOK_NAME, other);
+                return 0;
+        }
+        if (o->undo ? !ours : ours)
+                return 0;
+        c->path = strdup(o->hook_link);
+        if (c->path == NULL)
+                return gh_err(err, ENOMEM, "planning the link");
+        c->exists = ours;
+        c->is_link = true;
+        c->link = o->undo ? NULL : o->hook_path;
+        if ((ours && asprintf(&c->old, "-> %s", o->hook_path) < 0) ||
+            (!o->undo && asprintf(&c->new, "-> %s", o->hook_path) < 0))
+                return gh_err(err, ENOMEM, "planning the link");
+        p->n++;
+        return 0;
+}
+
+/* ---- containerd, CRI-O, hooks.d: whole files that are ours ---------------------------------- */
+
+static char *containerd_text(const struct setup_opts *o)
+{
+        char *s = NULL;
+        if (asprintf(&s,
+                     "# Written by gpu-cli setup containerd; `gpu-cli setup containerd --undo` removes it.\n"
+                     "# containerd 1.x reads it only when config.toml has imports = [\"/etc/containerd/conf.d/*.toml\"].\n"
+                     "version = 2\n"
+                     "\n"
+                     "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpu]\n"
+                     "  runtime_type = \"io.containerd.runc.v2\"\n"
+                     "\n"
+                     "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpu.options]\n"
+                     "  BinaryName = \"%s\"\n",
+                     o->runtime_path) < 0)
+                return NULL;
+        return s;
+}
+
+static char *crio_text(const struct setup_opts *o)
+{
+        char *s = NULL;
+        if (asprintf(&s,
+                     "# Written by gpu-cli setup crio; `gpu-cli setup crio --undo` removes it.\n"
+                     "%s"
+                     "[crio.runtime.runtimes.gpu]\n"
+                     "runtime_path = \"%s\"\n"
+                     "runtime_type = \"oci\"\n"
+                     "runtime_root = \"/run/gpu-runtime\"\n",
+                     o->set_default ? "[crio.runtime]\ndefault_runtime = \"gpu\"\n\n" : "", o->runtime_path) < 0)
+                return NULL;
+        return s;
+}
+
+static char *hooksd_text(const struct setup_opts *o)
+{
+        _cleanup_json_ json_t *j = json_pack("{s:s, s:{s:s, s:[s,s], s:[s]}, s:{s:b}, s:[s]}", "version", "1.0.0", "hook",
+                                             "path", o->hook_path, "args", "gpu-hook", "createRuntime", "env",
+                                             "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "when", "always", 1, "stages",
+                                             "createRuntime");
+        char *dump = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL, *s = NULL;
+
+        if (dump != NULL && asprintf(&s, "%s\n", dump) < 0)
+                s = NULL;
+        free(dump);
+        return s;
+}
+
+/* A file setup owns: written whole, removed by --undo only while it is still setup's. */
+static int own_file(const struct setup_opts *o, struct plan *p, const char *path, char *text, char *alt,
+                    gh_error_t *err)
+{
+        _cleanup_free_ char *want = text, *other = alt;
+        struct change *c;
+
+        if (want == NULL)
+                return gh_err(err, ENOMEM, "planning %s", path);
+        if (add_change(p, path, err) < 0)
+                return -1;
+        c = &p->v[p->n - 1];
+        if (o->undo) {
+                /* other: the same file written with the other --default (undo does not need it again) */
+                if (c->exists && strcmp(c->old, want) != 0 && (other == NULL || strcmp(c->old, other) != 0))
+                        return gh_err(err, 0, "%s was changed since gpu-cli wrote it; remove it by hand", path);
+                c->new = NULL;
+                return 0;
+        }
+        c->new = steal_pointer(&want);
+        return 0;
+}
+
+static int hooksd_file(const struct setup_opts *o, struct plan *p, gh_error_t *err)
+{
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/oci-gpu-hook.json", o->hooks_dir);
+        return own_file(o, p, path, hooksd_text(o), NULL, err);
+}
+
+static int build_plan(const struct setup_opts *o, struct plan *p, gh_error_t *err)
+{
+        if (strcmp(o->engine, "docker") == 0) {
+                if (add_change(p, o->config ? o->config : "/etc/docker/daemon.json", err) < 0 ||
+                    docker_json(o, &p->v[p->n - 1], err) < 0 || docker_link(o, p, err) < 0)
+                        return -1;
+                p->restart = "restart dockerd (`kill -HUP` reloads the runtimes, but the --gpus hook name is looked up "
+                             "only at start)";
+        } else if (strcmp(o->engine, "containerd") == 0) {
+                if (own_file(o, p, o->config ? o->config : "/etc/containerd/conf.d/99-gpu-hook.toml",
+                             containerd_text(o), NULL, err) < 0)
+                        return -1;
+                p->restart = "restart containerd; Kubernetes: a RuntimeClass with handler \"gpu\"";
+        } else if (strcmp(o->engine, "crio") == 0) {
+                struct setup_opts flipped = *o;
+                flipped.set_default = !o->set_default;
+                if (own_file(o, p, o->config ? o->config : "/etc/crio/crio.conf.d/99-gpu-hook.conf", crio_text(o),
+                             crio_text(&flipped), err) < 0 ||
+                    hooksd_file(o, p, err) < 0)
+                        return -1;
+                p->restart = "restart crio; Kubernetes: a RuntimeClass with handler \"gpu\"";
+        } else {
+                if (hooksd_file(o, p, err) < 0)
+                        return -1;
+                p->restart = "nothing to restart: podman reads hooks.d for every container";
+        }
+        return 0;
+}
+
+static bool changes(const struct change *c)
+{
+        if (c->new == NULL)
+                return c->exists;
+        return !c->exists || c->old == NULL || strcmp(c->old, c->new) != 0;
+}
+
+static int apply(const struct change *c, gh_error_t *err)
+{
+        if (c->is_link) {
+                if (setup_remove(c->path, err) < 0)
+                        return -1;
+                if (c->link != NULL && symlink(c->link, c->path) < 0)
+                        return gh_err(err, errno, "linking %s to %s", c->path, c->link);
+                return 0;
+        }
+        if (c->new == NULL)
+                return setup_remove(c->path, err);
+        if (c->backup && setup_backup(c->path, c->old, err) < 0)
+                return -1;
+        if (setup_write(c->path, c->new, err) < 0)
+                return -1;
+        if (c->drop_backup) {
+                char bak[PATH_MAX];
+                snprintf(bak, sizeof(bak), "%s%s", c->path, SETUP_BACKUP_SUFFIX);
+                return setup_remove(bak, err);
+        }
+        return 0;
+}
+
+static int parse(int argc, char **argv, struct setup_opts *o)
+{
+        static const struct option opts[] = {
+                { "config", required_argument, NULL, 'c' },    { "hooks-dir", required_argument, NULL, 'H' },
+                { "hook-link", required_argument, NULL, 'l' }, { "runtime-path", required_argument, NULL, 'R' },
+                { "hook-path", required_argument, NULL, 'P' }, { "default", no_argument, NULL, 'D' },
+                { "dry-run", no_argument, NULL, 'n' },         { "undo", no_argument, NULL, 'u' },
+                { "help", no_argument, NULL, 'h' },            { NULL, 0, NULL, 0 },
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'c': o->config = optarg; break;
+                case 'H': o->hooks_dir = optarg; break;
+                case 'l': o->hook_link = optarg; break;
+                case 'R': o->runtime_path = optarg; break;
+                case 'P': o->hook_path = optarg; break;
+                case 'D': o->set_default = true; break;
+                case 'n': o->dry_run = true; break;
+                case 'u': o->undo = true; break;
+                case 'h': usage(stdout); exit(CLI_EXIT_OK);
+                default: usage(stderr); return -1;
+                }
+        }
+        if (optind + 1 != argc) {
+                fprintf(stderr, "gpu-cli setup: name one engine: docker, containerd, crio or podman\n");
+                return -1;
+        }
+        o->engine = argv[optind];
+        if (strcmp(o->engine, "docker") != 0 && strcmp(o->engine, "containerd") != 0 &&
+            strcmp(o->engine, "crio") != 0 && strcmp(o->engine, "podman") != 0) {
+                fprintf(stderr, "gpu-cli setup: unknown engine '%s'; use docker, containerd, crio or podman\n", o->engine);
+                return -1;
+        }
+        const char *paths[] = { o->config, o->hooks_dir, o->runtime_path, o->hook_path,
+                                strcmp(o->hook_link, "none") ? o->hook_link : NULL };
+        for (size_t i = 0; i < GH_ARRAY_SIZE(paths); i++)
+                if (paths[i] != NULL && paths[i][0] != '/') {
+                        fprintf(stderr, "gpu-cli setup: '%s' must be an absolute path\n", paths[i]);
+                        return -1;
+                }
+        return 0;
+}
+
+int cmd_setup(int argc, char **argv, const struct cli_globals *g)
+{
+        struct setup_opts o = { .hooks_dir = "/etc/containers/oci/hooks.d",
+                                .hook_link = "/usr/local/bin/" HOOK_NAME,
+                                .runtime_path = GPUHOOK_RUNTIME_PATH,
+                                .hook_path = GPUHOOK_HOOK_PATH };
+        _cleanup_error_ gh_error_t err = NULL;
+        struct plan p = { 0 };
+        size_t changed = 0;
+        int r = CLI_EXIT_FAILURE;
+
+        (void) g;
+        if (parse(argc, argv, &o) < 0)
+                return CLI_EXIT_USAGE;
+        if (build_plan(&o, &p, &err) < 0)
+                goto out;
+        for (size_t i = 0; i < p.n; i++) {
+                const struct change *c = &p.v[i];
+                if (!changes(c))
+                        continue;
+                changed++;
+                if (o.dry_run)
+                        setup_print_diff(stdout, c->path, c->exists ? c->old : NULL, c->new);
+                else if (apply(c, &err) < 0)
+                        goto out;
+                else
+                        printf("%s %s\n", c->new == NULL ? "removed" : c->exists ? "updated" : "created", c->path);
+        }
+        if (changed == 0)
+                printf("%s: nothing to change\n", o.engine);
+        else if (!o.dry_run)
+                printf("now %s\n", p.restart);
+        r = CLI_EXIT_OK;
+out:
+        if (r != CLI_EXIT_OK)
+                fprintf(stderr, "gpu-cli setup: %s\n", err && err->msg ? err->msg : "failed");
+        plan_free(&p);
+        return r;
+}

@@ -1,0 +1,56 @@
+/* CDI (Container Device Interface) specs: the injection plan (plan.h) written for every device.
+ *
+ * A spec has common edits (what every GPU container gets: control nodes, the driver's files as
+ * read-only bind mounts, NVIDIA_VISIBLE_DEVICES=void, and a createContainer hook running
+ * `gpu-cli cdi-hook` for the links, the ld cache and the /proc/driver/nvidia mask) and one device
+ * per GPU (by index and/or UUID), per MIG device (GPU:MIG and/or MIG UUID) and `all`, each with the
+ * device nodes its plan has beyond the common ones.  Every part comes from gh_plan_build() for the
+ * same request the hook path would build: the two writers cannot disagree on a file.
+ *
+ * The document is JSON (a subset of YAML, so any CDI reader takes it).  cdiVersion is the lowest
+ * that has every feature used: 0.3.0, or 0.5.0 when a device name starts with a digit or a device
+ * node has a hostPath (a driver root other than /). */
+#ifndef GH_CDI_H
+#define GH_CDI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "plan.h"
+
+enum {
+        GH_CDI_NAME_INDEX = 1 << 0, /* "0", "0:1" */
+        GH_CDI_NAME_UUID = 1 << 1,  /* "GPU-...", "MIG-..." */
+};
+
+struct gh_cdi_opts {
+        const char *root;      /* driver root, "/" by default */
+        const char *ldcache;   /* the driver root's ld.so.cache (NULL: /etc/ld.so.cache) */
+        const char *path;      /* PATH for the driver's programs (NULL: the default) */
+        const char *vendor;    /* "nvidia.com" */
+        const char *class_;    /* "gpu" */
+        unsigned names;        /* GH_CDI_NAME_* */
+        unsigned caps;         /* GH_CAP_* (implications applied here) */
+        const char *hook_path; /* absolute path of the gpu-cli the hook runs */
+        struct gh_layout layout;
+        uid_t uid;             /* identity of the driver service (NVML, for MIG devices); -1: overflow */
+        gid_t gid;
+};
+
+/* Validates a vendor ("nvidia.com") or class ("gpu") name as CDI does; -1 with a message naming it. */
+int gh_cdi_check_kind(const char *vendor, const char *class_, gh_error_t *err);
+
+/* Builds the spec for the driver under o->root.  Fails with GH_DRIVER_ENODRIVER when there is
+ * none. */
+int gh_cdi_generate(const struct gh_cdi_opts *o, json_t **spec, gh_error_t *err);
+
+/* The lowest cdiVersion that has every feature the spec uses. */
+const char *gh_cdi_min_version(json_t *spec);
+
+/* Compares two specs; returns true when equal, else false with a one-line reason in *why (caller
+ * frees): the first device, node, mount or hook argument that differs. */
+bool gh_cdi_same(json_t *want, json_t *have, char **why);
+
+#endif

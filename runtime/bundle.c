@@ -1,0 +1,111 @@
+/* create/run: the bundle's config.json in, the same document plus the GPU additions out.
+ *
+ * config.json is read through an fd of the bundle directory, never through a symlink, bounded in
+ * size and depth by the hook's own JSON reader.  The new file is written next to it under a
+ * temporary name with the original's mode and owner, then renamed over it: the real runtime sees
+ * either the old document or the whole new one. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "oci.h"
+#include "readfile.h"
+#include "runtime.h"
+
+static int read_spec(int dirfd, const char *bundle, struct stat *st, json_t **out, gh_error_t *err)
+{
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+
+        fd = openat(dirfd, "config.json", O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0 && errno == ELOOP)
+                return gh_err(err, 0, "%s/config.json is a symbolic link; the bundle must hold the file itself", bundle);
+        if (fd < 0)
+                return gh_err(err, errno, "opening %s/config.json", bundle);
+        if (fstat(fd, st) < 0)
+                return gh_err(err, errno, "reading %s/config.json", bundle);
+        if (!S_ISREG(st->st_mode))
+                return gh_err(err, 0, "%s/config.json is not a regular file", bundle);
+        if (gh_read_bounded(fd, GH_OCI_CONFIG_MAX, &buf, &len, "the bundle's config.json", err) < 0)
+                return -1;
+        *out = gh_json_parse(buf, len, "the bundle's config.json", err);
+        return *out ? 0 : -1;
+}
+
+static int write_spec(int dirfd, const char *bundle, const struct stat *st, json_t *spec, gh_error_t *err)
+{
+        _cleanup_free_ char *data = json_dumps(spec, JSON_COMPACT);
+        _cleanup_close_ int fd = -1;
+        char tmp[64];
+        size_t len, off = 0;
+
+        if (data == NULL)
+                return gh_err(err, ENOMEM, "writing %s/config.json", bundle);
+        len = strlen(data);
+        snprintf(tmp, sizeof(tmp), ".config.json.gpu-runtime.%d", (int) getpid());
+        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st->st_mode & 07777);
+        if (fd < 0)
+                return gh_err(err, errno, "creating %s/%s", bundle, tmp);
+        if (fchown(fd, st->st_uid, st->st_gid) < 0 || fchmod(fd, st->st_mode & 07777) < 0)
+                goto fail;
+        while (off < len) {
+                ssize_t n = write(fd, data + off, len - off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        goto fail;
+                off += (size_t) n;
+        }
+        if (renameat(dirfd, tmp, dirfd, "config.json") < 0)
+                goto fail;
+        return 0;
+fail:
+        gh_err(err, errno, "writing %s/config.json", bundle);
+        unlinkat(dirfd, tmp, 0);
+        return -1;
+}
+
+int gh_rt_prepare_bundle(const char *bundle, const struct gh_config *cfg, const char *config_path, gh_error_t *err)
+{
+        _cleanup_close_ int dirfd = -1;
+        _cleanup_json_ json_t *spec = NULL;
+        _cleanup_free_ char *cwd = NULL;
+        struct gh_oci_spec parsed = { 0 };
+        struct gh_env_decision d = { 0 };
+        struct gh_rt_devices devs = { 0 };
+        struct stat st;
+        int r = -1;
+
+        if (bundle == NULL)
+                bundle = cwd = getcwd(NULL, 0);
+        if (bundle == NULL)
+                return gh_err(err, errno, "finding the bundle (no --bundle, and the current directory)");
+        dirfd = open(bundle, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dirfd < 0)
+                return gh_err(err, errno, "opening the bundle directory %s", bundle);
+        if (read_spec(dirfd, bundle, &st, &spec, err) < 0)
+                return -1;
+        if (gh_oci_spec_from_json(spec, bundle, &parsed, err) < 0)
+                return -1;
+        if (gh_env_decide(&parsed, cfg, &d, err) < 0)
+                goto out;
+        if (!d.gpu_container) {
+                r = 0;
+                goto out;
+        }
+        if (gh_rt_devices_for(cfg, &d, &devs, err) < 0 || gh_rt_spec_add_gpu(spec, cfg, config_path, &devs, err) < 0 ||
+            write_spec(dirfd, bundle, &st, spec, err) < 0)
+                goto out;
+        r = 0;
+out:
+        gh_rt_devices_free(&devs);
+        gh_env_decision_free(&d);
+        gh_oci_spec_free(&parsed);
+        return r;
+}

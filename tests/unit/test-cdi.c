@@ -1,0 +1,111 @@
+/* lib/cdi.c without a driver: CDI name rules, the lowest cdiVersion of a spec, and --check's
+ * comparison (what it names first).  The spec itself is tested end to end in
+ * tests/integration/test-cdi.sh. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cdi.h"
+#include "tests/tap.h"
+
+static json_t *parse(const char *s)
+{
+        json_error_t e;
+        json_t *j = json_loads(s, 0, &e);
+        if (j == NULL)
+                printf("# bad test JSON: %s\n", e.text);
+        return j;
+}
+
+static void test_kind(void)
+{
+        static const char *const good[][2] = { { "nvidia.com", "gpu" }, { "a", "b" }, { "x_y-z.io", "mig-1" } };
+        static const char *const bad[][2] = { { "-nvidia.com", "gpu" }, { "nvidia.com.", "gpu" }, { "1vendor", "gpu" },
+                                              { "nvidia.com", "gpu.x" }, { "nvidia.com", "" }, { "", "gpu" },
+                                              { "nvidia/com", "gpu" }, { "nvidia.com", "gpu-" } };
+
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+                gh_error_t err = NULL;
+                ok(gh_cdi_check_kind(good[i][0], good[i][1], &err) == 0, "kind %s/%s is valid", good[i][0], good[i][1]);
+                gh_error_free(&err);
+        }
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                gh_error_t err = NULL;
+                ok(gh_cdi_check_kind(bad[i][0], bad[i][1], &err) < 0 && err && strstr(err->msg, "invalid"),
+                   "kind '%s'/'%s' is refused with a message", bad[i][0], bad[i][1]);
+                gh_error_free(&err);
+        }
+}
+
+static void test_version(void)
+{
+        static const struct { const char *spec, *want, *desc; } cases[] = {
+                { "{\"devices\":[{\"name\":\"GPU-1\",\"containerEdits\":{}},{\"name\":\"all\",\"containerEdits\":{}}]}",
+                  "0.3.0", "UUID names only: 0.3.0" },
+                { "{\"devices\":[{\"name\":\"0\",\"containerEdits\":{}}]}", "0.5.0", "a name starting with a digit: 0.5.0" },
+                { "{\"devices\":[{\"name\":\"a\",\"containerEdits\":{\"deviceNodes\":[{\"path\":\"/dev/x\",\"hostPath\":\"/r/dev/x\"}]}}]}",
+                  "0.5.0", "a device node with hostPath: 0.5.0" },
+                { "{\"devices\":[],\"containerEdits\":{\"deviceNodes\":[{\"path\":\"/dev/x\",\"hostPath\":\"/r/dev/x\"}]}}",
+                  "0.5.0", "hostPath in the common edits: 0.5.0" },
+                { "{\"devices\":[],\"containerEdits\":{\"mounts\":[{\"hostPath\":\"/a\",\"containerPath\":\"/a\",\"type\":\"bind\"}]}}",
+                  "0.4.0", "a mount with a type: 0.4.0" },
+                { "{\"devices\":[],\"containerEdits\":{\"mounts\":[{\"hostPath\":\"/a\",\"containerPath\":\"/a\"}],"
+                  "\"deviceNodes\":[{\"path\":\"/dev/x\",\"hostPath\":\"\"}]}}",
+                  "0.3.0", "no type, an empty hostPath: 0.3.0" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                json_t *j = parse(cases[i].spec);
+                is_str(j ? gh_cdi_min_version(j) : NULL, cases[i].want, "%s", cases[i].desc);
+                json_decref(j);
+        }
+}
+
+#define SPEC(devs, common)                                                                          \
+        "{\"cdiVersion\":\"0.5.0\",\"kind\":\"nvidia.com/gpu\",\"devices\":[" devs "],\"containerEdits\":{" common "}}"
+#define DEV(name, node) "{\"name\":\"" name "\",\"containerEdits\":{\"deviceNodes\":[{\"path\":\"" node "\"}]}}"
+#define COMMON(lib, arg)                                                                                   \
+        "\"env\":[\"NVIDIA_VISIBLE_DEVICES=void\"],\"mounts\":[{\"hostPath\":\"" lib "\",\"containerPath\":\"" lib \
+        "\"}],\"hooks\":[{\"hookName\":\"createContainer\",\"path\":\"/g\",\"args\":[\"gpu-cli\",\"" arg "\"]}]"
+
+static void test_same(void)
+{
+        static const struct { const char *have, *why, *desc; } cases[] = {
+                { SPEC(DEV("0", "/dev/nvidia0") "," DEV("all", "/dev/nvidia0"), COMMON("/l/libcuda.so.1", "--mask-proc")),
+                  NULL, "the same spec is current" },
+                { SPEC(DEV("all", "/dev/nvidia0") "," DEV("0", "/dev/nvidia0"), COMMON("/l/libcuda.so.1", "--mask-proc")),
+                  "order", "the same devices in another order: stale, said so" },
+                { SPEC(DEV("all", "/dev/nvidia0"), COMMON("/l/libcuda.so.1", "--mask-proc")),
+                  "device '0' is missing", "a device the driver has now" },
+                { SPEC(DEV("0", "/dev/nvidia0") "," DEV("1", "/dev/nvidia1") "," DEV("all", "/dev/nvidia0"),
+                       COMMON("/l/libcuda.so.1", "--mask-proc")),
+                  "device '1' is not in the driver any more", "a device that went away" },
+                { SPEC(DEV("0", "/dev/nvidia0") "," DEV("all", "/dev/nvidia0"), COMMON("/l/libcuda.so.2", "--mask-proc")),
+                  "mount '/l/libcuda.so.1' is missing", "a library of another version" },
+                { SPEC(DEV("0", "/dev/nvidia9") "," DEV("all", "/dev/nvidia0"), COMMON("/l/libcuda.so.1", "--mask-proc")),
+                  "device '0': device node '/dev/nvidia0' is missing", "a device's node changed" },
+                { SPEC(DEV("0", "/dev/nvidia0") "," DEV("all", "/dev/nvidia0"), COMMON("/l/libcuda.so.1", "--link=x")),
+                  "hook argument '--mask-proc' differs", "a hook argument" },
+        };
+        json_t *want = parse(SPEC(DEV("0", "/dev/nvidia0") "," DEV("all", "/dev/nvidia0"),
+                                  COMMON("/l/libcuda.so.1", "--mask-proc")));
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                json_t *have = parse(cases[i].have);
+                char *why = NULL;
+                bool same = want && have && gh_cdi_same(want, have, &why);
+                if (cases[i].why == NULL)
+                        ok(same && why == NULL, "%s", cases[i].desc);
+                else if (!ok(!same && why && strstr(why, cases[i].why), "%s: '%s'", cases[i].desc, cases[i].why))
+                        printf("#   got: %s\n", why ? why : "(none)");
+                free(why);
+                json_decref(have);
+        }
+        json_decref(want);
+}
+
+int main(void)
+{
+        test_kind();
+        test_version();
+        test_same();
+        return tap_done();
+}

@@ -1,0 +1,164 @@
+#!/bin/bash
+# gpu-cli setup against sample configurations in a temp dir: what it adds, what it keeps, that a
+# second run changes nothing, --dry-run changes nothing and shows a diff, --undo gives the original
+# back, malformed input is refused with the file untouched, NVIDIA's hook is never replaced.
+. "${GH_SOURCE_DIR:?}/tests/lib.sh"
+CLI=$GPU_CLI
+D=$T/etc
+mkdir -p "$D/hooks.d"
+RTP=/opt/gh/bin/gpu-runtime HKP=/opt/gh/bin/gpu-hook
+common=(--runtime-path="$RTP" --hook-path="$HKP" --hooks-dir="$D/hooks.d")
+
+# setup ARGS...: runs gpu-cli setup; OUT and RC.
+setup() {
+        OUT=$("$CLI" setup "${common[@]}" "$@" 2>&1)
+        RC=$?
+}
+jq_py() { "$GH_PYTHON" -c "import json,sys; c=json.load(open(sys.argv[1])); print($2)" "$1"; }
+snap() { (cd "$D" && find . -printf '%p %y %l\n' | sort && find . -type f -exec md5sum {} + | sort); }
+
+# ---- docker ---------------------------------------------------------------------------------
+DJ=$D/daemon.json
+cat >"$DJ" <<'EOF'
+{
+    "log-driver": "journald",
+    "runtimes": {"other": {"path": "/usr/bin/other-runtime", "runtimeArgs": ["--debug"]}},
+    "registry-mirrors": ["https://mirror.example"]
+}
+EOF
+chmod 600 "$DJ"
+cp "$DJ" "$T/dj.orig"
+DK=(docker --config="$DJ" --hook-link="$D/bin/nvidia-container-runtime-hook")
+mkdir -p "$D/bin"
+
+before=$(snap)
+setup "${DK[@]}" --default --dry-run
+t_is "$RC" 0 "docker --dry-run: exit 0"
+t_match "$OUT" '^\+ +"gpu": \{' "--dry-run shows the added runtime as a diff line"
+t_match "$OUT" '^\+ *"default-runtime": "gpu"' "--dry-run shows default-runtime"
+t_match "$OUT" '^\+-> /opt/gh/bin/gpu-hook' "--dry-run shows the hook link"
+t_is "$(snap)" "$before" "--dry-run changed no file"
+
+setup "${DK[@]}" --default
+t_is "$RC" 0 "docker: exit 0" || t_diag "$OUT"
+t_is "$(jq_py "$DJ" 'c["runtimes"]["gpu"]')" "{'path': '$RTP'}" "daemon.json: runtimes.gpu names gpu-runtime"
+t_is "$(jq_py "$DJ" 'c["default-runtime"]')" gpu "daemon.json: default-runtime gpu (--default)"
+t_is "$(jq_py "$DJ" '[c["log-driver"], c["runtimes"]["other"], c["registry-mirrors"]]')" \
+        "['journald', {'path': '/usr/bin/other-runtime', 'runtimeArgs': ['--debug']}, ['https://mirror.example']]" \
+        "daemon.json: every other key kept"
+t_is "$(stat -c %a "$DJ")" 600 "daemon.json keeps its mode"
+t_ok "the original is backed up" cmp "$T/dj.orig" "$DJ.gpu-cli.bak"
+t_is "$(readlink "$D/bin/nvidia-container-runtime-hook")" "$HKP" "nvidia-container-runtime-hook -> gpu-hook"
+t_match "$OUT" 'restart dockerd' "it says what to restart"
+
+after=$(snap)
+setup "${DK[@]}" --default
+t_is "$RC:$OUT" "0:docker: nothing to change" "a second run: nothing to change"
+t_is "$(snap)" "$after" "a second run changed no file"
+
+setup "${DK[@]}" --undo
+t_is "$RC" 0 "docker --undo: exit 0" || t_diag "$OUT"
+t_ok "--undo gives daemon.json back byte for byte" cmp "$T/dj.orig" "$DJ"
+t_not "--undo removes the link" test -L "$D/bin/nvidia-container-runtime-hook"
+t_not "--undo removes the backup it restored" test -e "$DJ.gpu-cli.bak"
+setup "${DK[@]}" --undo
+t_is "$RC:$OUT" "0:docker: nothing to change" "a second --undo: nothing to change"
+
+# Edited after setup: undo takes out only its keys.
+setup "${DK[@]}"
+"$GH_PYTHON" - "$DJ" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1])); c["debug"] = True; json.dump(c, open(sys.argv[1], "w"))
+EOF
+setup "${DK[@]}" --undo
+t_is "$(jq_py "$DJ" '(sorted(c), sorted(c["runtimes"]))')" "(['debug', 'log-driver', 'registry-mirrors', 'runtimes'], ['other'])" \
+        "--undo after a hand edit removes only runtimes.gpu, keeps the edit"
+rm -f "$DJ.gpu-cli.bak"
+
+# No daemon.json yet.
+rm -f "$DJ"
+setup "${DK[@]}" --hook-link=none
+t_is "$(jq_py "$DJ" 'c')" "{'runtimes': {'gpu': {'path': '$RTP'}}}" "no daemon.json: created with the runtime only"
+setup "${DK[@]}" --hook-link=none --undo
+t_is "$(jq_py "$DJ" 'c')" "{}" "--undo leaves an empty object"
+
+# Malformed or conflicting: refused, untouched.
+refused() {
+        local desc=$1 want=$2
+        shift 2
+        cp "$DJ" "$T/dj.before"
+        before=$(snap)
+        setup "${DK[@]}" "$@"
+        t_is "$RC" 1 "$desc: refused (exit 1)"
+        t_match "$OUT" "$want" "$desc: the message says why"
+        t_is "$(snap)" "$before" "$desc: nothing changed"
+}
+printf '{"log-driver": "journald",' >"$DJ"
+refused "truncated daemon.json" 'refusing to edit it: .*not valid JSON'
+printf '{"a": 1, "a": 2}' >"$DJ"
+refused "duplicate keys" 'duplicate'
+printf '["not", "an", "object"]' >"$DJ"
+refused "an array" 'not a JSON object'
+printf '{"runtimes": []}' >"$DJ"
+refused "runtimes not an object" '"runtimes" is not an object'
+printf '{"runtimes": {"gpu": {"path": "/usr/bin/nvidia-container-runtime"}}}' >"$DJ"
+refused "runtimes.gpu already taken" 'runtimes.gpu already names /usr/bin/nvidia-container-runtime'
+printf '{"default-runtime": "nvidia"}' >"$DJ"
+refused "another default-runtime with --default" 'default-runtime.*already "nvidia"' --default
+ln -sf "$T/elsewhere.json" "$DJ.link"
+setup docker --config="$DJ.link" --hook-link=none
+t_match "$RC:$OUT" '^1:.*symbolic link' "a symlinked daemon.json is refused"
+
+# NVIDIA's own hook: never replaced.
+echo '{}' >"$DJ"
+printf '#!/bin/sh\necho nvidia\n' >"$D/bin/nvidia-container-runtime-hook"
+cp "$D/bin/nvidia-container-runtime-hook" "$T/nv.orig"
+setup "${DK[@]}"
+t_is "$RC" 0 "with NVIDIA's hook at the link path: exit 0"
+t_ok "NVIDIA's hook is left as it was" cmp "$T/nv.orig" "$D/bin/nvidia-container-runtime-hook"
+t_match "$OUT" "not gpu-cli's link" "... and setup says so"
+setup "${DK[@]}" --undo
+t_ok "--undo leaves NVIDIA's hook alone too" cmp "$T/nv.orig" "$D/bin/nvidia-container-runtime-hook"
+
+# ---- containerd, crio, podman ----------------------------------------------------------------
+CT=$D/containerd/conf.d/99-gpu-hook.toml
+mkdir -p "$(dirname "$CT")"
+setup containerd --config="$CT"
+t_is "$RC" 0 "containerd: exit 0" || t_diag "$OUT"
+t_match "$(cat "$CT")" "^ *BinaryName = \"$RTP\"" "containerd drop-in: BinaryName = gpu-runtime"
+t_match "$(cat "$CT")" 'runtimes\.gpu\]$' "containerd drop-in: a runtime handler named gpu"
+if "$GH_PYTHON" -c 'import tomllib' 2>/dev/null; then
+        t_ok "containerd drop-in is valid TOML" "$GH_PYTHON" -c 'import sys, tomllib; tomllib.load(open(sys.argv[1], "rb"))' "$CT"
+else
+        t_skip "containerd drop-in is valid TOML" "python3 has no tomllib"
+fi
+setup containerd --config="$CT"
+t_is "$OUT" "containerd: nothing to change" "containerd: a second run changes nothing"
+echo "# mine" >>"$CT"
+setup containerd --config="$CT" --undo
+t_match "$RC:$OUT" '^1:.*changed since' "containerd --undo refuses a drop-in edited by hand"
+sed -i '$d' "$CT"
+setup containerd --config="$CT" --undo
+t_not "containerd --undo removes the drop-in" test -e "$CT"
+
+CR=$D/crio.conf.d/99-gpu-hook.conf
+mkdir -p "$(dirname "$CR")"
+setup crio --config="$CR" --default
+t_is "$RC" 0 "crio: exit 0" || t_diag "$OUT"
+t_match "$(cat "$CR")" "^runtime_path = \"$RTP\"" "crio drop-in: runtime_path = gpu-runtime"
+t_match "$(cat "$CR")" '^default_runtime = "gpu"' "crio drop-in: default_runtime with --default"
+t_is "$(jq_py "$D/hooks.d/oci-gpu-hook.json" '(c["hook"]["path"], c["hook"]["env"], c["stages"])')" \
+        "('$HKP', ['PATH=/usr/sbin:/usr/bin:/sbin:/bin'], ['createRuntime'])" "crio: the hooks.d file (createRuntime, explicit env)"
+setup crio --config="$CR" --undo
+t_not "crio --undo removes both files" test -e "$CR" -o -e "$D/hooks.d/oci-gpu-hook.json"
+
+setup podman
+t_is "$RC" 0 "podman: exit 0"
+t_ok "podman: the hooks.d file" test -f "$D/hooks.d/oci-gpu-hook.json"
+t_match "$OUT" 'nothing to restart' "podman: nothing to restart"
+setup podman --undo
+t_not "podman --undo removes it" test -e "$D/hooks.d/oci-gpu-hook.json"
+
+setup frobnicate
+t_is "$RC" 2 "an unknown engine is a usage error"
+t_done
