@@ -26,9 +26,11 @@ static void usage(FILE *out)
                 "Checks, in order, what a GPU container needs and says for each: ok, warn or fail, what it saw,\n"
                 "and otherwise the cause in one sentence and the fix.  Without --pid/--container the host is\n"
                 "checked: driver, device nodes, library vs kernel module version, NVML, persistenced, hooks.d,\n"
-                "Docker, CDI specs, cgroups and /dev/char links.  With one, that container: did it ask for a\n"
-                "GPU, its requirements, device nodes present and allowed by its device cgroup, libraries\n"
-                "mounted, its ld cache resolving libcuda.so.1 / libnvidia-ml.so.1, /proc/driver/nvidia masked.\n"
+                "Docker, CDI specs, cgroups and /dev/char links, and each MPS group's daemon.  With one, that\n"
+                "container: did it ask for a GPU, its MPS group (daemon alive, limits, the group's pipe\n"
+                "directory and shm mounted), its requirements, device nodes present and allowed by its device\n"
+                "cgroup, libraries mounted, its ld cache resolving libcuda.so.1 / libnvidia-ml.so.1,\n"
+                "/proc/driver/nvidia masked.\n"
                 "\n"
                 "  --pid=PID             a process of the container (its environment says what it asked for)\n"
                 "  --container=ID        a container id or unique prefix, from the runc, crun, Docker or\n"
@@ -36,6 +38,7 @@ static void usage(FILE *out)
                 "  --state-dir=DIR       another runtime state directory to search (runc --root)\n"
                 "  --config=FILE         gpu-hook's configuration (default " GPUHOOK_DEFAULT_CONFIG ")\n"
                 "  --hooks-dir=DIR       hooks.d directories to check (default the standard two; repeatable)\n"
+                "  --mps-dir=DIR         where MPS groups live (default: the configuration's mps.dir)\n"
                 "  --cdi-dir=DIR         CDI spec directories (default /etc/cdi, /var/run/cdi; repeatable)\n"
                 "  --cgroup-manager=systemd|cgroupfs  what manages the containers' cgroups (default: systemd\n"
                 "                        when /run/systemd/system exists)\n"
@@ -115,6 +118,7 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
                 { "container", required_argument, NULL, 'c' }, { "state-dir", required_argument, NULL, 'S' },
                 { "config", required_argument, NULL, 'f' },    { "hooks-dir", required_argument, NULL, 'H' },
                 { "cdi-dir", required_argument, NULL, 'D' },   { "cgroup-manager", required_argument, NULL, 'm' },
+                { "mps-dir", required_argument, NULL, 'M' },
                 { "help", no_argument, NULL, 'h' },            { NULL, 0, NULL, 0 },
         };
         const char *hooks[MAX_DIRS + 1] = { NULL }, *cdi[MAX_DIRS + 1] = { NULL }, *state[MAX_DIRS + 1] = { NULL };
@@ -147,6 +151,13 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
                 case 'H': if (add_dir(hooks, &nhooks, optarg, "--hooks-dir") < 0) return CLI_EXIT_USAGE; break;
                 case 'D': if (add_dir(cdi, &ncdi, optarg, "--cdi-dir") < 0) return CLI_EXIT_USAGE; break;
                 case 'f': config = optarg; break;
+                case 'M':
+                        if (optarg[0] != '/') {
+                                fprintf(stderr, "gpu-cli: doctor: --mps-dir '%s' must be an absolute path\n", optarg);
+                                return CLI_EXIT_USAGE;
+                        }
+                        o.mps_dir = optarg;
+                        break;
                 case 'm':
                         if (strcmp(optarg, "systemd") == 0)
                                 o.manager = GH_MANAGER_SYSTEMD;

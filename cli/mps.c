@@ -15,6 +15,8 @@
 #include "mps.h"
 #include "rootfs.h"
 #include "select.h"
+#include "service.h"
+#include "usage.h"
 
 static void usage(FILE *out)
 {
@@ -31,7 +33,8 @@ static void usage(FILE *out)
                 "  --threads=PERCENT  set_default_active_thread_percentage (1-100)\n"
                 "  --memory=SIZE      set_default_device_pinned_mem_limit, e.g. 4G or 512M\n"
                 "  --dir=DIR          where groups live (default " GH_MPS_DEFAULT_DIR ")\n"
-                "  --json             list as JSON: [{\"name\", \"gpu_uuid\", \"gpu_index\", \"threads\",\n"
+                "  --json             list as JSON: [{\"name\", \"gpu_uuid\", \"gpu_index\", \"compute_mode\"\n"
+                "                     (\"Default\", \"Exclusive_Process\", ... or null: unknown), \"threads\",\n"
                 "                     \"memory_mib\", \"pid\", \"alive\", \"clients\": [pid], \"dir\"}]\n"
                 "\n"
                 "The compute mode is never changed: enforcement against processes that bypass MPS needs the\n"
@@ -39,29 +42,9 @@ static void usage(FILE *out)
                 "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found.\n");
 }
 
-/* The host path of nvidia-cuda-mps-control of the driver under g->root. */
 static int find_control(const struct cli_globals *g, int rootfd, char **path, gh_error_t *err)
 {
-        struct gh_driver_opts o = { .caps = GH_CAP_COMPUTE, .ldcache = g->ldcache, .no_persistenced = true,
-                                    .no_fabricmanager = true, .no_gsp_firmware = true };
-        struct gh_driver *drv = NULL;
-        int r = -1;
-
-        *path = NULL;
-        if (gh_driver_discover(rootfd, &o, &drv, err) < 0)
-                return -1;
-        for (size_t i = 0; i < drv->bins.n; i++) {
-                const char *p = drv->bins.v[i].path, *base = strrchr(p, '/');
-                if (strcmp(base ? base + 1 : p, GH_MPS_CONTROL) == 0) {
-                        r = asprintf(path, "%s%s", strcmp(g->root, "/") == 0 ? "" : g->root, p) < 0 ? -1 : 0;
-                        break;
-                }
-        }
-        gh_driver_free(drv);
-        if (r < 0 && *path == NULL)
-                return gh_err(err, 0, "the driver under %s has no " GH_MPS_CONTROL "; install the driver's MPS programs",
-                              g->root);
-        return r;
+        return gh_mps_find_control(rootfd, g->root, g->ldcache, path, err);
 }
 
 static int start(int argc, char **argv, const struct cli_globals *g, const char *dir)
@@ -124,33 +107,28 @@ fail:
         return gh_error_exit_status(err);
 }
 
-/* Client pids of a live group: get_server_list, then get_client_list of each server. */
+/* Client pids of a live group (none when the driver's control program is missing). */
 static json_t *group_clients(const char *dir, const struct gh_mps_group *grp, const char *control)
 {
-        json_t *pids = json_array();
-        _cleanup_free_ char *servers = NULL;
+        json_t *arr = json_array();
+        _cleanup_free_ pid_t *pids = NULL;
         _cleanup_error_ gh_error_t e = NULL;
+        size_t n = 0;
 
-        if (pids == NULL || !grp->alive || control == NULL ||
-            gh_mps_control(dir, grp->name, control, "get_server_list\n", &servers, &e) < 0)
-                return pids;
-        for (char *tok = strtok(servers, " \t\n"); tok; tok = strtok(NULL, " \t\n")) {
-                char *end, cmd[64];
-                long server = strtol(tok, &end, 10);
-                _cleanup_free_ char *clients = NULL;
-                _cleanup_error_ gh_error_t e2 = NULL;
-                if (*end != '\0' || server <= 0)
-                        continue;
-                snprintf(cmd, sizeof(cmd), "get_client_list %ld\n", server);
-                if (gh_mps_control(dir, grp->name, control, cmd, &clients, &e2) < 0)
-                        continue;
-                for (char *c = clients, *save = NULL, *t; (t = strtok_r(c, " \t\n", &save)) != NULL; c = NULL) {
-                        long pid = strtol(t, &end, 10);
-                        if (*end == '\0' && pid > 0)
-                                json_array_append_new(pids, json_integer(pid));
-                }
-        }
-        return pids;
+        if (arr == NULL || !grp->alive || control == NULL || gh_mps_clients(dir, grp->name, control, &pids, &n, &e) < 0)
+                return arr;
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(arr, json_integer(pids[i]));
+        return arr;
+}
+
+/* The compute mode of the GPU with this UUID, from NVML through the driver service; -1 unknown. */
+static int compute_mode(const struct gh_gpu_list *gpus, const char *uuid)
+{
+        for (size_t i = 0; gpus && i < gpus->n; i++)
+                if (strcasecmp(gpus->gpus[i].uuid, uuid) == 0 && gpus->gpus[i].usage != NULL)
+                        return gpus->gpus[i].usage->compute_mode;
+        return -1;
 }
 
 static int list(int argc, char **argv, const struct cli_globals *g, const char *dir)
@@ -179,14 +157,27 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
         rootfd = gh_rootfs_open(g->root, &err);
         if (rootfd < 0 || find_control(g, rootfd, &control, &err) < 0)
                 gh_error_free(&err);
+        /* the compute mode needs NVML; without it the mode is unknown (said on stderr) */
+        _cleanup_gpu_list_ struct gh_gpu_list gpus = { 0 };
+        struct gh_gpus_opts gopts = GH_GPUS_OPTS_DEFAULT;
+        bool have_gpus = false;
+        gopts.with_usage = true;
+        if (n > 0 && rootfd >= 0 && (g->user == NULL || gh_service_parse_user(g->user, &gopts.uid, &gopts.gid, &err) == 0)) {
+                have_gpus = gh_gpus_load(rootfd, &gopts, &gpus, &err) == 0;
+                if (!have_gpus)
+                        fprintf(stderr, "gpu-cli mps list: compute modes unknown: %s\n", err->msg);
+                gh_error_free(&err);
+        }
         arr = json_array();
         for (size_t i = 0; i < n && arr; i++) {
                 const struct gh_mps_group *grp = &groups[i];
                 char path[4096];
+                int mode = compute_mode(have_gpus ? &gpus : NULL, grp->gpu_uuid);
                 snprintf(path, sizeof(path), "%s/%s", dir ? dir : GH_MPS_DEFAULT_DIR, grp->name);
                 json_array_append_new(
-                        arr, json_pack("{s:s, s:s, s:i, s:i, s:I, s:i, s:b, s:o, s:s}", "name", grp->name, "gpu_uuid",
-                                       grp->gpu_uuid, "gpu_index", (int) grp->gpu_index, "threads", grp->threads,
+                        arr, json_pack("{s:s, s:s, s:i, s:o, s:i, s:I, s:i, s:b, s:o, s:s}", "name", grp->name, "gpu_uuid",
+                                       grp->gpu_uuid, "gpu_index", (int) grp->gpu_index, "compute_mode",
+                                       mode >= 0 ? json_string(gh_compute_mode_name(mode)) : json_null(), "threads", grp->threads,
                                        "memory_mib", (json_int_t) grp->memory_mib, "pid", (int) grp->pid, "alive",
                                        grp->alive, "clients", group_clients(dir, grp, control), "dir", path));
         }
@@ -198,8 +189,8 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
                         puts(s);
                 free(s);
         } else {
-                printf("%-20s %-5s %-8s %-10s %-8s %-6s %s\n", "NAME", "GPU", "THREADS", "MEMORY", "PID", "STATE",
-                       "CLIENTS");
+                printf("%-20s %-5s %-17s %-8s %-10s %-8s %-6s %s\n", "NAME", "GPU", "MODE", "THREADS", "MEMORY", "PID",
+                       "STATE", "CLIENTS");
                 size_t i;
                 json_t *o;
                 json_array_foreach(arr, i, o) {
@@ -215,7 +206,8 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
                                 if (len < sizeof(clients) - 16)
                                         len += (size_t) snprintf(clients + len, sizeof(clients) - len, "%s%lld",
                                                                  len ? "," : "", (long long) json_integer_value(c));
-                        printf("%-20s %-5u %-8s %-10s %-8d %-6s %s\n", grp->name, grp->gpu_index, threads, memory,
+                        printf("%-20s %-5u %-17s %-8s %-10s %-8d %-6s %s\n", grp->name, grp->gpu_index,
+                               gh_compute_mode_name(compute_mode(have_gpus ? &gpus : NULL, grp->gpu_uuid)), threads, memory,
                                (int) grp->pid, grp->alive ? "alive" : "dead", len ? clients : "-");
                 }
         }

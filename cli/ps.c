@@ -10,13 +10,17 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "container.h"
+#include "mps.h"
 #include "oci.h"
+#include "rootfs.h"
 #include "snapshot.h"
 
 static void ps_usage(FILE *out)
 {
         fprintf(out,
                 "Usage: gpu-cli [GLOBAL OPTIONS] ps [--json] [--no-trunc] [--state-dir=DIR]... [--timeout=SECONDS]\n"
+                "                                   [--mps-dir=DIR]\n"
                 "\n"
                 "Lists the processes using each GPU (NVML's compute and graphics processes) and the\n"
                 "container each belongs to: runtime and id from the process's cgroup, and its PID inside\n"
@@ -24,11 +28,13 @@ static void ps_usage(FILE *out)
                 "\n"
                 "  --json            one JSON object, schema below\n"
                 "  --no-trunc        show container ids in full (default: the first 12 characters)\n"
+                "  --mps-dir=DIR     where MPS groups live (default " GH_MPS_DEFAULT_DIR ")\n"
                 CLI_USAGE_HELP
                 "\n"
                 "Columns: GPU index, host PID, container runtime and id ('-': a host process), PID in the\n"
                 "container, type (C compute, G graphics), GPU memory, SM and memory utilisation (%%, '-'\n"
-                "when the driver gives no sample), command name.\n"
+                "when the driver gives no sample), command name.  Then, when MPS groups exist, each group's\n"
+                "clients (as its control daemon lists them) with the same container columns.\n"
                 "\n"
                 "JSON schema (null: the driver does not report it):\n"
                 "  { \"driver_version\": string, \"gpus\": [ { \"index\": int, \"uuid\": string, \"model\": string,\n"
@@ -37,9 +43,140 @@ static void ps_usage(FILE *out)
                 "      \"processes\": [ { \"pid\": int, \"container\": null | { \"runtime\": string, \"id\": string },\n"
                 "                       \"container_pid\": int|null, \"type\": \"C\"|\"G\"|\"C+G\",\n"
                 "                       \"used_memory_bytes\": int|null, \"sm_util\": int|null, \"mem_util\": int|null,\n"
-                "                       \"command\": string } ] } ] }\n"
+                "                       \"command\": string } ] } ],\n"
+                "    \"mps_groups\": [ { \"name\": string, \"gpu_index\": int, \"gpu_uuid\": string, \"alive\": bool,\n"
+                "      \"clients\": [ { \"pid\": int, \"container\": null | { \"runtime\", \"id\" },\n"
+                "                     \"container_pid\": int|null, \"command\": string } ] } ] }\n"
                 "\n"
                 "Exit status: 0 success, 1 failure (NVML failed), 2 usage error, 3 no driver.\n");
+}
+
+/* ---- MPS groups: their clients, attributed to containers like GPU processes ---- */
+
+struct mps_client {
+        pid_t pid;
+        struct gh_proc_owner owner;
+};
+
+struct mps_row {
+        struct gh_mps_group group;
+        struct mps_client *clients;
+        size_t n;
+};
+
+static void mps_rows_free(struct mps_row *rows, size_t n)
+{
+        for (size_t i = 0; rows && i < n; i++)
+                free(rows[i].clients);
+        free(rows);
+}
+
+/* Every group under dir with its clients.  Groups that cannot be read are left out; a missing driver
+ * control program leaves every client list empty (said on stderr). */
+static int mps_load(const struct cli_globals *g, const char *dir, const char *const *state_dirs, struct mps_row **out,
+                    size_t *nout)
+{
+        _cleanup_free_ struct gh_mps_group *groups = NULL;
+        _cleanup_free_ char *control = NULL;
+        _cleanup_error_ gh_error_t err = NULL;
+        _cleanup_close_ int rootfd = -1;
+        struct mps_row *rows;
+        size_t n = 0;
+
+        *out = NULL;
+        *nout = 0;
+        if (gh_mps_list(dir, &groups, &n, &err) < 0) {
+                fprintf(stderr, "gpu-cli: ps: MPS groups: %s\n", err->msg);
+                return 0;
+        }
+        if (n == 0)
+                return 0;
+        rows = calloc(n, sizeof(*rows));
+        if (rows == NULL)
+                return -1;
+        rootfd = gh_rootfs_open(g->root, &err);
+        if (rootfd < 0 || gh_mps_find_control(rootfd, g->root, g->ldcache, &control, &err) < 0) {
+                fprintf(stderr, "gpu-cli: ps: MPS clients not listed: %s\n", err->msg);
+                gh_error_free(&err);
+        }
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ pid_t *pids = NULL;
+                _cleanup_error_ gh_error_t e = NULL;
+                size_t np = 0;
+                rows[i].group = groups[i];
+                if (!groups[i].alive || control == NULL ||
+                    gh_mps_clients(dir, groups[i].name, control, &pids, &np, &e) < 0 || np == 0)
+                        continue;
+                rows[i].clients = calloc(np, sizeof(struct mps_client));
+                if (rows[i].clients == NULL) {
+                        mps_rows_free(rows, n);
+                        return -1;
+                }
+                for (size_t k = 0; k < np; k++) {
+                        _cleanup_error_ gh_error_t e2 = NULL;
+                        struct mps_client *c = &rows[i].clients[rows[i].n];
+                        c->pid = pids[k];
+                        if (gh_proc_owner(pids[k], state_dirs, &c->owner, &e2) < 0)
+                                continue; /* gone meanwhile */
+                        rows[i].n++;
+                }
+        }
+        *out = rows;
+        *nout = n;
+        return 0;
+}
+
+static json_t *mps_json(const struct mps_row *rows, size_t n)
+{
+        json_t *arr = json_array();
+
+        for (size_t i = 0; arr && i < n; i++) {
+                const struct gh_mps_group *grp = &rows[i].group;
+                json_t *o = json_object(), *clients = json_array();
+                json_object_set_new(o, "name", json_string(grp->name));
+                json_object_set_new(o, "gpu_index", json_integer(grp->gpu_index));
+                json_object_set_new(o, "gpu_uuid", json_string(grp->gpu_uuid));
+                json_object_set_new(o, "alive", json_boolean(grp->alive));
+                for (size_t k = 0; k < rows[i].n; k++) {
+                        const struct gh_proc_owner *w = &rows[i].clients[k].owner;
+                        json_t *co = json_object(), *c = json_null();
+                        if (w->in_container) {
+                                c = json_object();
+                                json_object_set_new(c, "runtime", json_string(w->runtime));
+                                json_object_set_new(c, "id", json_string(w->id));
+                        }
+                        json_object_set_new(co, "pid", json_integer(rows[i].clients[k].pid));
+                        json_object_set_new(co, "container", c);
+                        json_object_set_new(co, "container_pid", w->in_container ? json_integer(w->ns_pid) : json_null());
+                        json_object_set_new(co, "command", json_string(w->comm));
+                        json_array_append_new(clients, co);
+                }
+                json_object_set_new(o, "clients", clients);
+                json_array_append_new(arr, o);
+        }
+        return arr;
+}
+
+static void mps_table(const struct mps_row *rows, size_t n, bool no_trunc, FILE *out)
+{
+        if (n == 0)
+                return;
+        fprintf(out, "\n%-20s %-3s %8s  %-8s %-*s %8s  %s\n", "MPS GROUP", "GPU", "PID", "RUNTIME", no_trunc ? 64 : 12,
+                "CONTAINER", "CPID", "COMMAND");
+        for (size_t i = 0; i < n; i++) {
+                const struct gh_mps_group *grp = &rows[i].group;
+                if (rows[i].n == 0)
+                        fprintf(out, "%-20s %-3u %8s  %s\n", grp->name, grp->gpu_index, "-",
+                                grp->alive ? "(no clients)" : "(daemon not running)");
+                for (size_t k = 0; k < rows[i].n; k++) {
+                        const struct gh_proc_owner *w = &rows[i].clients[k].owner;
+                        char cpid[16];
+                        snprintf(cpid, sizeof(cpid), "%d", (int) w->ns_pid);
+                        fprintf(out, "%-20s %-3u %8d  %-8s %-*.*s %8s  %s\n", grp->name, grp->gpu_index,
+                                (int) rows[i].clients[k].pid, w->in_container ? w->runtime : "host", no_trunc ? 64 : 12,
+                                no_trunc ? 64 : 12, w->in_container ? w->id : "-", w->in_container ? cpid : "-", w->comm);
+                }
+        }
 }
 
 static const char *proc_type(const struct gh_gpu_proc *p)
@@ -52,7 +189,7 @@ static json_t *int_or_null(long long v, bool known)
         return known ? json_integer(v) : json_null();
 }
 
-static int print_json(const struct gh_gpu_list *list)
+static int print_json(const struct gh_gpu_list *list, const struct mps_row *mps, size_t nmps)
 {
         _cleanup_json_ json_t *root = json_object();
         json_t *gpus = json_array();
@@ -97,6 +234,7 @@ static int print_json(const struct gh_gpu_list *list)
                 json_object_set_new(o, "processes", procs);
                 json_array_append_new(gpus, o);
         }
+        json_object_set_new(root, "mps_groups", mps_json(mps, nmps));
         text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         if (text == NULL)
                 return -1;
@@ -142,12 +280,14 @@ static void print_table(const struct gh_gpu_list *list, enum cli_sort sort, bool
 }
 
 static int parse_common(int argc, char **argv, const char *cmd, bool *json, bool *no_trunc,
-                        struct cli_usage_opts *uo, int *interval, enum cli_sort *sort, long *iterations)
+                        struct cli_usage_opts *uo, int *interval, enum cli_sort *sort, long *iterations,
+                        const char **mps_dir)
 {
         static const struct option opts[] = {
                 { "json", no_argument, NULL, 'j' },         { "no-trunc", no_argument, NULL, 'W' },
                 { "interval", required_argument, NULL, 'i' }, { "sort", required_argument, NULL, 's' },
                 { "iterations", required_argument, NULL, 'n' }, { "help", no_argument, NULL, 'h' },
+                { "mps-dir", required_argument, NULL, 'M' },
                 CLI_USAGE_OPTIONS,                            { NULL, 0, NULL, 0 },
         };
         bool top = strcmp(cmd, "top") == 0;
@@ -159,6 +299,15 @@ static int parse_common(int argc, char **argv, const char *cmd, bool *json, bool
                 switch (c) {
                 case 'j': if (top) goto bad; *json = true; break;
                 case 'W': *no_trunc = true; break;
+                case 'M':
+                        if (top)
+                                goto bad;
+                        if (optarg[0] != '/') {
+                                fprintf(stderr, "gpu-cli: ps: --mps-dir '%s' must be an absolute path\n", optarg);
+                                return CLI_EXIT_USAGE;
+                        }
+                        *mps_dir = optarg;
+                        break;
                 case 'S': case 'T':
                         if ((r = cli_usage_option(c, optarg, uo, cmd)) != 0)
                                 return r;
@@ -217,8 +366,11 @@ int cmd_ps(int argc, char **argv, const struct cli_globals *g)
         enum cli_sort sort = CLI_SORT_GPU;
         long iterations = 0;
         int interval = 0, r;
+        const char *mps_dir = GH_MPS_DEFAULT_DIR;
+        struct mps_row *mps = NULL;
+        size_t nmps = 0;
 
-        r = parse_common(argc, argv, "ps", &json, &no_trunc, &uo, &interval, &sort, &iterations);
+        r = parse_common(argc, argv, "ps", &json, &no_trunc, &uo, &interval, &sort, &iterations, &mps_dir);
         if (r < 0) {
                 ps_usage(stdout);
                 return CLI_EXIT_OK;
@@ -227,10 +379,19 @@ int cmd_ps(int argc, char **argv, const struct cli_globals *g)
                 return r;
         if ((r = cli_usage_load(g, &uo, "ps", &list)) != CLI_EXIT_OK)
                 return r;
-        if (json ? print_json(&list) < 0 : (print_table(&list, CLI_SORT_GPU, no_trunc, 0, stdout), false)) {
+        if (mps_load(g, mps_dir, uo.state_dirs, &mps, &nmps) < 0) {
+                fprintf(stderr, "gpu-cli: ps: out of memory listing MPS clients\n");
+                return CLI_EXIT_FAILURE;
+        }
+        if (!json) {
+                print_table(&list, CLI_SORT_GPU, no_trunc, 0, stdout);
+                mps_table(mps, nmps, no_trunc, stdout);
+        } else if (print_json(&list, mps, nmps) < 0) {
+                mps_rows_free(mps, nmps);
                 fprintf(stderr, "gpu-cli: ps: out of memory writing JSON\n");
                 return CLI_EXIT_FAILURE;
         }
+        mps_rows_free(mps, nmps);
         if (fflush(stdout) != 0) {
                 fprintf(stderr, "gpu-cli: ps: writing the output: %m\n");
                 return CLI_EXIT_FAILURE;
@@ -325,7 +486,7 @@ int cmd_top(int argc, char **argv, const struct cli_globals *g)
         long iterations = 0;
         int interval = 2, r;
 
-        r = parse_common(argc, argv, "top", &json, &no_trunc, &uo, &interval, &sort, &iterations);
+        r = parse_common(argc, argv, "top", &json, &no_trunc, &uo, &interval, &sort, &iterations, NULL);
         if (r < 0) {
                 top_usage(stdout);
                 return CLI_EXIT_OK;

@@ -256,8 +256,12 @@ void gh_doctor_container(const struct gh_doctor_opts *o, pid_t pid, const char *
                 gh_doctor_add(d, "utility", GH_CHECK_WARN,
                               "nvidia-smi and NVML are not injected: NVIDIA_DRIVER_CAPABILITIES lacks utility.",
                               "-e NVIDIA_DRIVER_CAPABILITIES=compute,utility", "capabilities 0x%x", dec.capabilities);
+        if (dec.mps_group != NULL)
+                gh_doctor_mps_container(o, dec.mps_group, dec.mps_from_env, crootfd, d);
         gh_layout_detect(crootfd, &layout);
         if (gh_env_request(o->config, &dec, &req, &err) < 0 ||
+            /* the mps-group check covers the group: plan the rest without it */
+            (free(req.mps_group), req.mps_group = NULL, false) ||
             gh_plan_for_root(o->root, o->ldcache, NULL, &req, &layout, &plan, &err) < 0) {
                 bool unmet = gh_error_kind(err) == GH_ERR_REQUIREMENT;
                 gh_doctor_add(d, "requirements", GH_CHECK_FAIL,

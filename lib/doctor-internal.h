@@ -14,4 +14,10 @@ int gh_doctor_cache_lookup(int rootfd, const char *cache_path, const char *sonam
 
 enum gh_cgroup_manager gh_doctor_manager(const struct gh_doctor_opts *o);
 
+/* doctor-mps.c: one check per MPS group on the host; the group a container asked for (name; from_env:
+ * through GPU_HOOK_MPS_GROUP), checked against what the container sees under crootfd. */
+void gh_doctor_mps_host(const struct gh_doctor_opts *o, struct gh_doctor *d);
+void gh_doctor_mps_container(const struct gh_doctor_opts *o, const char *name, bool from_env, int crootfd,
+                             struct gh_doctor *d);
+
 #endif

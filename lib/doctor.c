@@ -400,4 +400,5 @@ void gh_doctor_host(const struct gh_doctor_opts *o, struct gh_doctor *d)
         check_docker(d);
         check_cdi(o, version, d);
         check_cgroups(rootfd, &fast, o, d);
+        gh_doctor_mps_host(o, d);
 }

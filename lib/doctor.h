@@ -38,6 +38,7 @@ struct gh_doctor_opts {
         const char *const *cdi_dirs;    /* NULL: /etc/cdi, /var/run/cdi */
         enum gh_cgroup_manager manager; /* AUTO: systemd when /run/systemd/system exists */
         const struct gh_config *config; /* the hook's configuration (policy for the decision) */
+        const char *mps_dir;            /* where MPS groups live; NULL: the config's mps.dir */
 };
 
 const char *gh_check_status_name(enum gh_check_status s);

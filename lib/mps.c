@@ -19,7 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capability.h"
 #include "cleanup.h"
+#include "driver.h"
 #include "log.h"
 #include "mps.h"
 
@@ -491,6 +493,67 @@ int gh_mps_control(const char *dir, const char *name, const char *control, const
         }
         *output = out;
         return 0;
+}
+
+int gh_mps_clients(const char *dir, const char *name, const char *control, pid_t **pids, size_t *n, gh_error_t *err)
+{
+        _cleanup_free_ char *servers = NULL;
+        char *save = NULL;
+
+        *pids = NULL;
+        *n = 0;
+        if (gh_mps_control(dir, name, control, "get_server_list\n", &servers, err) < 0)
+                return -1;
+        for (char *s = servers, *tok; (tok = strtok_r(s, " \t\n", &save)) != NULL; s = NULL) {
+                _cleanup_free_ char *clients = NULL;
+                _cleanup_error_ gh_error_t e = NULL;
+                char *end, cmd[64], *save2 = NULL;
+                long server = strtol(tok, &end, 10);
+                if (*end != '\0' || server <= 0)
+                        continue;
+                snprintf(cmd, sizeof(cmd), "get_client_list %ld\n", server);
+                if (gh_mps_control(dir, name, control, cmd, &clients, &e) < 0)
+                        continue; /* the server went away meanwhile */
+                for (char *c = clients, *t; (t = strtok_r(c, " \t\n", &save2)) != NULL; c = NULL) {
+                        long pid = strtol(t, &end, 10);
+                        if (*end != '\0' || pid <= 0 || pid > INT_MAX)
+                                continue;
+                        pid_t *grown = realloc(*pids, (*n + 1) * sizeof(pid_t));
+                        if (grown == NULL) {
+                                free(*pids);
+                                *pids = NULL;
+                                *n = 0;
+                                return gh_err(err, ENOMEM, "listing the clients of MPS group '%s'", name);
+                        }
+                        *pids = grown;
+                        (*pids)[(*n)++] = (pid_t) pid;
+                }
+        }
+        return 0;
+}
+
+int gh_mps_find_control(int rootfd, const char *root, const char *ldcache, char **path, gh_error_t *err)
+{
+        struct gh_driver_opts o = { .caps = GH_CAP_COMPUTE, .ldcache = ldcache, .no_persistenced = true,
+                                    .no_fabricmanager = true, .no_gsp_firmware = true };
+        struct gh_driver *drv = NULL;
+        int r = -1;
+
+        *path = NULL;
+        if (gh_driver_discover(rootfd, &o, &drv, err) < 0)
+                return -1;
+        for (size_t i = 0; i < drv->bins.n; i++) {
+                const char *p = drv->bins.v[i].path, *base = strrchr(p, '/');
+                if (strcmp(base ? base + 1 : p, GH_MPS_CONTROL) == 0) {
+                        r = asprintf(path, "%s%s", strcmp(root, "/") == 0 ? "" : root, p) < 0 ? -1 : 0;
+                        break;
+                }
+        }
+        gh_driver_free(drv);
+        if (r < 0 && *path == NULL)
+                return gh_err(err, 0, "the driver under %s has no " GH_MPS_CONTROL "; install the driver's MPS programs",
+                              root);
+        return r;
 }
 
 /* ---- start and stop ---- */

@@ -76,4 +76,11 @@ int gh_mps_list(const char *dir, struct gh_mps_group **groups, size_t *n, gh_err
 int gh_mps_control(const char *dir, const char *name, const char *control, const char *commands, char **output,
                    gh_error_t *err);
 
+/* The pids of a group's connected clients (get_server_list, then get_client_list of each server),
+ * as the daemon reports them (host pids); *pids is NULL when n is 0 (caller frees). */
+int gh_mps_clients(const char *dir, const char *name, const char *control, pid_t **pids, size_t *n, gh_error_t *err);
+
+/* The host path of nvidia-cuda-mps-control of the driver under root (rootfd open on it). */
+int gh_mps_find_control(int rootfd, const char *root, const char *ldcache, char **path, gh_error_t *err);
+
 #endif

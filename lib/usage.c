@@ -40,6 +40,7 @@ static struct {
         nvml_return (*memory)(nvml_device, struct nvml_memory *);
         nvml_return (*temperature)(nvml_device, int, unsigned int *);
         nvml_return (*power)(nvml_device, unsigned int *);
+        nvml_return (*compute_mode)(nvml_device, int *);
         nvml_return (*compute_procs)(nvml_device, unsigned int *, struct nvml_process_info *);
         nvml_return (*graphics_procs)(nvml_device, unsigned int *, struct nvml_process_info *);
         nvml_return (*process_util)(nvml_device, struct nvml_process_sample *, unsigned int *, unsigned long long);
@@ -54,6 +55,7 @@ void gh_usage_bind(void *lib)
                 SYM(memory, "nvmlDeviceGetMemoryInfo"),
                 SYM(temperature, "nvmlDeviceGetTemperature"),
                 SYM(power, "nvmlDeviceGetPowerUsage"),
+                SYM(compute_mode, "nvmlDeviceGetComputeMode"),
                 SYM(compute_procs, "nvmlDeviceGetComputeRunningProcesses_v3"),
                 SYM(graphics_procs, "nvmlDeviceGetGraphicsRunningProcesses_v3"),
                 SYM(process_util, "nvmlDeviceGetProcessUtilization"),
@@ -163,7 +165,8 @@ void gh_usage_serve(unsigned index, gh_rpc_usage_res *res)
 
         memset(res, 0, sizeof(*res));
         *u = (gh_rpc_usage) { .gpu_util = -1, .mem_util = -1, .mem_used = NVML_VALUE_NOT_AVAILABLE,
-                              .mem_total = NVML_VALUE_NOT_AVAILABLE, .temperature = -1, .power_mw = -1 };
+                              .mem_total = NVML_VALUE_NOT_AVAILABLE, .temperature = -1, .power_mw = -1,
+                              .compute_mode = -1 };
         if (nv.handle_by_index == NULL || nv.handle_by_index(index, &dev) != NVML_OK) {
                 res->status = 1;
                 res->gh_rpc_usage_res_u.error = strdup("nvmlDeviceGetHandleByIndex failed");
@@ -181,6 +184,9 @@ void gh_usage_serve(unsigned index, gh_rpc_usage_res *res)
                 u->temperature = (int) v;
         if (nv.power && nv.power(dev, &v) == NVML_OK && v < 100000000)
                 u->power_mw = (int) v;
+        int mode;
+        if (nv.compute_mode && nv.compute_mode(dev, &mode) == NVML_OK && mode >= 0 && mode <= GH_COMPUTE_MODE_EXCLUSIVE_PROCESS)
+                u->compute_mode = mode;
 
         _cleanup_free_ struct nvml_process_info *compute = list_procs(nv.compute_procs, dev, &nc);
         _cleanup_free_ struct nvml_process_info *graphics = list_procs(nv.graphics_procs, dev, &ng);
@@ -193,6 +199,12 @@ void gh_usage_serve(unsigned index, gh_rpc_usage_res *res)
 }
 
 /* ---- client ---- */
+
+const char *gh_compute_mode_name(int mode)
+{
+        static const char *const names[] = { "Default", "Exclusive_Thread", "Prohibited", "Exclusive_Process" };
+        return mode >= 0 && mode <= GH_COMPUTE_MODE_EXCLUSIVE_PROCESS ? names[mode] : "-";
+}
 
 void gh_gpu_usage_free(struct gh_gpu_usage *u)
 {
@@ -213,6 +225,7 @@ int gh_usage_convert(const gh_rpc_usage *r, unsigned index, struct gh_gpu_usage 
 
         *out = NULL;
         if (!percent_ok(r->gpu_util) || !percent_ok(r->mem_util) || r->temperature < -1 || r->power_mw < -1 ||
+            r->compute_mode < -1 || r->compute_mode > GH_COMPUTE_MODE_EXCLUSIVE_PROCESS ||
             r->procs.procs_len > GH_MAX_GPU_PROCS ||
             (r->mem_total != GH_UNKNOWN_U64 && r->mem_used != GH_UNKNOWN_U64 && r->mem_used > r->mem_total))
                 return gh_err(err, 0, "NVML returned malformed usage figures for GPU %u", index);
@@ -223,7 +236,7 @@ int gh_usage_convert(const gh_rpc_usage *r, unsigned index, struct gh_gpu_usage 
         }
         *u = (struct gh_gpu_usage) { .gpu_util = r->gpu_util, .mem_util = r->mem_util, .mem_used = r->mem_used,
                                      .mem_total = r->mem_total, .temperature_c = r->temperature,
-                                     .power_mw = r->power_mw, .procs = u->procs };
+                                     .power_mw = r->power_mw, .compute_mode = r->compute_mode, .procs = u->procs };
         for (u_int i = 0; i < r->procs.procs_len; i++) {
                 const gh_rpc_proc *p = &r->procs.procs_val[i];
                 if (p->pid == 0 || p->pid > (1u << 22) || !percent_ok(p->sm_util) || !percent_ok(p->mem_util)) {

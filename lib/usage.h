@@ -30,9 +30,17 @@ struct gh_gpu_usage {
         uint64_t mem_used, mem_total; /* bytes; GH_UNKNOWN_U64 unknown */
         int temperature_c;      /* -1 unknown */
         int power_mw;           /* -1 unknown */
+        int compute_mode;       /* GH_COMPUTE_MODE_*; -1 unknown */
         struct gh_gpu_proc *procs;
         size_t nprocs;
 };
+
+/* NVML's compute modes (nvmlComputeMode_t); the driver never sets one by itself. */
+enum { GH_COMPUTE_MODE_DEFAULT = 0, GH_COMPUTE_MODE_EXCLUSIVE_THREAD = 1, GH_COMPUTE_MODE_PROHIBITED = 2,
+       GH_COMPUTE_MODE_EXCLUSIVE_PROCESS = 3 };
+
+/* "Default", "Exclusive_Thread", "Prohibited", "Exclusive_Process" (nvidia-smi's words); "-" unknown. */
+const char *gh_compute_mode_name(int mode);
 
 void gh_gpu_usage_free(struct gh_gpu_usage *u);
 

@@ -22,7 +22,7 @@ struct fake_nvml_device {
         struct fake_nvml_device *mig;
         /* usage (fake-nvml keys; see README.md) */
         unsigned long long memory_total_mib, process_memory_mib;
-        unsigned int process_sm_util, temperature, power_mw;
+        unsigned int process_sm_util, temperature, power_mw, compute_mode;
 };
 
 const char *fake_root(void);

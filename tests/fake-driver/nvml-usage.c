@@ -11,7 +11,7 @@
  *
  * Figures per GPU come from fake-nvml: memory_total_mib, process_memory_mib (each process's used
  * memory), process_sm_util (each process's SM utilisation; GPU utilisation is their sum, at most 100),
- * temperature, power_mw. */
+ * temperature, power_mw, compute_mode (0 Default .. 3 Exclusive_Process). */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -47,6 +47,8 @@ void fake_usage_key(struct fake_nvml_device *gpu, const char *key, const char *v
                 gpu->temperature = (unsigned int) v;
         else if (strcmp(key, "power_mw") == 0)
                 gpu->power_mw = (unsigned int) v;
+        else if (strcmp(key, "compute_mode") == 0)
+                gpu->compute_mode = (unsigned int) v;
 }
 
 static int holds(int procfd, const char *pid, dev_t rdev)
@@ -229,5 +231,17 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
         if (!power)
                 return NVML_ERROR_INVALID_ARGUMENT;
         *power = device->power_mw;
+        return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, int *mode)
+{
+        nvmlReturn_t r = physical(device);
+
+        if (r != NVML_SUCCESS)
+                return r;
+        if (!mode)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        *mode = (int) device->compute_mode;
         return NVML_SUCCESS;
 }

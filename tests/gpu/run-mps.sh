@@ -7,8 +7,9 @@
 #
 # A group on GPU 0 with a 4 GiB pinned-memory limit; a container joined to it (annotation
 # org.gpu-hook.mps-group) cannot allocate 6 GiB but can allocate 2 GiB; a container outside the
-# group allocates 6 GiB; two containers in the group run at once and are its clients; stop leaves
-# no MPS process.
+# group allocates 6 GiB; two containers in the group run at once and are its clients (mps list,
+# gpu-cli ps under their container ids, doctor's mps-group check); mps list's compute mode agrees
+# with nvidia-smi; stop leaves no MPS process.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$here/../.." && pwd)
@@ -74,6 +75,18 @@ done
 t_is "${clients:-0}" 2 "two containers of the group are its clients at once"
 t_diag "mps list:" "$("${G[@]}" list 2>&1)"
 t_diag "gpu-cli ps:" "$("$GPU_CLI" ps 2>&1 | head -n 20)"
+smi_mode=$(nvidia-smi -i 0 --query-gpu=compute_mode --format=csv,noheader 2>/dev/null | tr -d ' ')
+t_is "$("${G[@]}" list --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["compute_mode"])')" \
+        "$smi_mode" "mps list reports GPU 0's compute mode as nvidia-smi does ($smi_mode)"
+t_is "$("$GPU_CLI" ps --json --mps-dir="$D" 2>/dev/null | python3 -c '
+import json, sys
+g = [g for g in json.load(sys.stdin)["mps_groups"] if g["name"] == "g4"][0]
+print(" ".join(sorted(c["container"]["id"] if c["container"] else "host" for c in g["clients"])))')" \
+        "gh-mps-a gh-mps-b" "gpu-cli ps lists the group's two clients under their containers"
+DOC=$("$GPU_CLI" doctor --json --container=gh-mps-a --config="$T/config.json" 2>&1)
+t_match "$(printf '%s' "$DOC" | python3 -c 'import json,sys; [print(c["status"], c["evidence"]) for c in json.load(sys.stdin)["checks"] if c["name"] == "mps-group"]')" \
+        "^ok annotation org.gpu-hook.mps-group=g4: daemon [0-9]+ alive on GPU 0 .*memory 4096M; /tmp/nvidia-mps and /dev/shm are the group's" \
+        "doctor --container: in group g4, daemon alive, 4G limit, the group's directories mounted" || t_diag "$DOC"
 wait $pa $pb
 t_match "$(cat "$T/a.out")" "mps_alloc 1024 MiB: ok" "container a ran in the group"
 t_match "$(cat "$T/b.out")" "mps_alloc 1024 MiB: ok" "container b ran in the group"

@@ -59,8 +59,8 @@ t_is "$(json_get "$T/spec-default.json" '[(n["type"], n["major"], n["minor"], n[
 t_is "$(json_get "$T/spec-default.json" 'sorted(n["path"] for n in s["containerEdits"]["deviceNodes"])')" \
         "['/dev/nvidia-modeset', '/dev/nvidia-uvm', '/dev/nvidia-uvm-tools', '/dev/nvidiactl']" "common edits: the control nodes"
 t_is "$(json_get "$T/spec-default.json" 'sorted(set(tuple(m["options"]) for m in s["containerEdits"]["mounts"]))')" \
-        "[('nosuid', 'nodev', 'noexec', 'bind'), ('ro', 'nosuid', 'nodev', 'bind')]" \
-        "mounts: driver files ro,nosuid,nodev; IPC sockets nosuid,nodev,noexec"
+        "[('nosuid', 'nodev', 'noexec', 'bind'), ('ro', 'nosuid', 'nodev', 'bind'), ('ro', 'nosuid', 'nodev', 'noexec', 'bind')]" \
+        "mounts: driver files ro,nosuid,nodev; IPC sockets nosuid,nodev,noexec; graphics loader files ro,nosuid,nodev,noexec"
 t_is "$(json_get "$T/spec-default.json" 's["containerEdits"]["env"]')" "['NVIDIA_VISIBLE_DEVICES=void']" \
         "common edits: NVIDIA_VISIBLE_DEVICES=void keeps a legacy hook away"
 t_is "$(json_get "$T/spec-default.json" '[(h["hookName"], h["path"], h["env"], h["args"][:3], h["args"][-1]) for h in s["containerEdits"]["hooks"]]')" \

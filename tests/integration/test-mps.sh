@@ -9,7 +9,13 @@ MKROOT=$GH_SOURCE_DIR/tests/fake-driver/make-root.sh
 CLI=${GPU_CLI:?}
 
 DRV=$T/drv
-bash "$MKROOT" "$DRV" >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_fail "make-root.sh"; t_done; }
+# GPU 1 in the EXCLUSIVE_PROCESS compute mode (nvmlDeviceGetComputeMode), GPU 0 in the default one
+python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["gpus"][1]["compute_mode"] = 3
+json.dump(p, sys.stdout)' "$GH_SOURCE_DIR/tests/fake-driver/profiles/default.json" >"$T/profile.json"
+bash "$MKROOT" "$DRV" --profile "$T/profile.json" >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_fail "make-root.sh"; t_done; }
 D=$T/mps
 G=("$CLI" --root="$DRV" mps --dir="$D")
 UUID0=$(sed -n 's/^GPU UUID:[[:space:]]*//p' "$DRV"/proc/driver/nvidia/gpus/$(ls "$DRV/proc/driver/nvidia/gpus" | sort | head -n1)/information)
@@ -47,9 +53,9 @@ t_is "$(stat -c %a "$D/g1")" 755 "the group directory is 0755"
 
 # --- list
 out=$("${G[@]}" list)
-t_match "$out" "^g1 +1 +30% +4096M +$pid +alive +-\$" "list shows the group, its GPU, limits, pid and no clients"
-t_is "$("${G[@]}" list --json | python3 -c 'import json,sys; g=json.load(sys.stdin)[0]; print(g["name"], g["gpu_uuid"], g["threads"], g["memory_mib"], g["alive"], g["clients"])')" \
-        "g1 $UUID1 30 4096 True []" "list --json"
+t_match "$out" "^g1 +1 +Exclusive_Process +30% +4096M +$pid +alive +-\$" "list shows the group, its GPU, the GPU's compute mode, limits, pid and no clients"
+t_is "$("${G[@]}" list --json | python3 -c 'import json,sys; g=json.load(sys.stdin)[0]; print(g["name"], g["gpu_uuid"], g["compute_mode"], g["threads"], g["memory_mib"], g["alive"], g["clients"])')" \
+        "g1 $UUID1 Exclusive_Process 30 4096 True []" "list --json"
 # a client that stays connected is listed
 (echo hold | CUDA_MPS_PIPE_DIRECTORY=$D/g1/pipe "$DRV/usr/bin/nvidia-cuda-mps-control" >/dev/null 2>&1) &
 holder=$!
@@ -142,6 +148,60 @@ t_nomatch "$(field pipe)" "control" "... and joins nothing"
 printf '{"ociVersion":"1.0.2","id":"x","status":"creating","pid":1,"bundle":"%s"}' "$T/in-team/bundle" |
         "$GPU_HOOK" --config="$T/config.json" --dry-run createRuntime >"$T/dry.json" 2>&1
 t_match "$(cat "$T/dry.json")" '"mps_group": ?"team"' "the dry run shows the group"
+
+# --- doctor and ps know groups
+# detached NAME hook|nohook: a runc container of group team holding an MPS connection
+detached() {
+        make_busybox_rootfs "$T/$1/rootfs" --glibc >/dev/null 2>&1 || return 1
+        make_bundle "$T/$1/bundle" "$T/$1/rootfs" /bin/sh -c 'echo hold | nvidia-cuda-mps-control & exec sleep 600'
+        bundle_set_env "$T/$1/bundle" NVIDIA_VISIBLE_DEVICES=1
+        bundle_edit "$T/$1/bundle" 'c.setdefault("annotations", {})["org.gpu-hook.mps-group"] = "team"'
+        [ "$2" = hook ] && bundle_add_hook "$T/$1/bundle" createRuntime "$GPU_HOOK" "--config=$T/config.json" createRuntime
+        mkdir -p "$T_RUNC_ROOT"
+        timeout 60 "$RUNC" --root "$T_RUNC_ROOT" run -d -b "$T/$1/bundle" "gh-mps-$1-$$" >"$T/$1.out" 2>"$T/$1.err" </dev/null
+}
+# check NAME: "status evidence" of doctor's check NAME in $DOC (a JSON object); all of them, one a line
+check() { printf '%s' "$DOC" | python3 -c 'import json,sys; [print(c["status"], c["evidence"], "|fix:", c["fix"]) for c in json.load(sys.stdin)["checks"] if c["name"] == sys.argv[1]]' "$1"; }
+DOCTOR=("$CLI" --root="$DRV" doctor --json --config="$T/config.json" --state-dir="$T_RUNC_ROOT" --hooks-dir="$T" --cdi-dir="$T")
+t_ok "a container of group team starts (with the hook)" detached held hook || t_diag_file "$T/held.err"
+t_ok "a container annotated for team starts without the hook" detached nohook nohook || t_diag_file "$T/nohook.err"
+DOC=$("${DOCTOR[@]}" --container="gh-mps-held-$$")
+t_diag "$(check mps-group)"
+t_match "$(check mps-group)" "^ok annotation org.gpu-hook.mps-group=team: daemon $tpid alive on GPU 1 \\($UUID1\\), no thread limit, memory 2048M; /tmp/nvidia-mps and /dev/shm are the group's" \
+        "doctor --container: in group team, daemon alive, its limits, the group's directories mounted"
+DOC=$("${DOCTOR[@]}" --container="gh-mps-nohook-$$")
+t_match "$(check mps-group)" "^fail annotation org.gpu-hook.mps-group=team .*: the container has no directory /tmp/nvidia-mps" \
+        "doctor: a container annotated for team but started without the hook fails the check"
+t_match "$(check mps-group)" "fix: restart the container with gpu-hook" "... with the fix"
+DOC=$("${DOCTOR[@]}")
+t_match "$(check mps-group)" "^ok team: daemon $tpid alive on GPU 1 \\($UUID1\\), no thread limit, memory 2048M" "host doctor: one check per group (team)"
+t_match "$(check mps-group)" "^ok g1: daemon [0-9]+ alive on GPU 1 .*threads 30%, memory 4096M" "... and g1"
+# ps: the held client of the container, under its container id
+for _ in $(seq 50); do "$CLI" --root="$DRV" mps --dir="$D" list | grep -q '^team .* alive +[0-9]' && break; sleep 0.1; done
+PS=$("$CLI" --root="$DRV" ps --json --state-dir="$T_RUNC_ROOT" --mps-dir="$D" 2>"$T/ps.err")
+t_is "$?" 0 "gpu-cli ps --json with MPS groups" || t_diag_file "$T/ps.err"
+t_is "$(printf '%s' "$PS" | python3 -c '
+import json, sys
+for g in json.load(sys.stdin)["mps_groups"]:
+    if g["name"] == "team":
+        for c in g["clients"]:
+            print(c["container"]["runtime"] if c["container"] else "host", c["container"]["id"] if c["container"] else "-", c["command"])')" \
+        "runc gh-mps-held-$$ nvidia-cuda-mps" "ps --json: team's client is the container's nvidia-cuda-mps-control"
+t_match "$("$CLI" --root="$DRV" ps --no-trunc --state-dir="$T_RUNC_ROOT" --mps-dir="$D" 2>&1)" \
+        "^team +1 +[0-9]+ +runc +gh-mps-held-$$ +[0-9]+ +nvidia-cuda-mps\$" "ps: the client's row names group, GPU and container"
+"$RUNC" --root "$T_RUNC_ROOT" delete -f "gh-mps-held-$$" >/dev/null 2>&1
+"$RUNC" --root "$T_RUNC_ROOT" delete -f "gh-mps-nohook-$$" >/dev/null 2>&1
+# a dead daemon: host doctor fails naming the fix
+t_ok "mps start dead on GPU 0" "${G[@]}" start dead --device=0 --threads=20
+dpid=$(state pid dead)
+t_match "$("${G[@]}" list)" "^dead +0 +Default +20% " "list: GPU 0's compute mode is Default"
+kill -9 "$dpid"
+for _ in $(seq 50); do gone "$dpid" && break; sleep 0.1; done
+DOC=$("${DOCTOR[@]}")
+t_match "$(check mps-group)" "^fail dead: daemon $dpid is not running" "host doctor: a group whose daemon died fails"
+t_match "$(check mps-group)" "fix: gpu-cli mps --dir=$D stop dead && gpu-cli mps --dir=$D start dead --device=$UUID0 --threads=20" \
+        "... with the command that restarts it"
+t_ok "mps stop of the dead group" "${G[@]}" stop dead
 t_ok "the group is still alive" kill -0 "$tpid"
 t_ok "mps stop team" "${G[@]}" stop team
 mps_case dead "$T/config.json" team NVIDIA_VISIBLE_DEVICES=1
