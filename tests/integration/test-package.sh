@@ -40,7 +40,7 @@ for page in usr/share/man/man1/gpu-hook.1.gz usr/share/man/man1/gpu-cli.1.gz usr
         t_match "$out" '^NAME' "man -l $(basename "$page" .gz) renders" || t_diag_file "$T/man.err"
 done
 t_ok "bash completion for gpu-cli parses" bash -n "$X/usr/share/bash-completion/completions/gpu-cli"
-t_match "$(cat "$X/usr/lib/x86_64-linux-gnu/pkgconfig/libgpuhook.pc" 2>/dev/null)" '^Libs: .*-lgpuhook' "libgpuhook.pc"
+t_match "$(cat "$X/usr/lib/x86_64-linux-gnu/pkgconfig/gpuhook.pc" 2>/dev/null)" '^Libs: .*-lgpuhook' "gpuhook.pc (pkg-config --libs gpuhook)"
 t_match "$(cat "$X/usr/share/containers/oci/hooks.d/oci-gpu-hook.json")" '"/usr/bin/gpu-hook"' "hooks.d file names /usr/bin/gpu-hook"
 
 # Installed by dpkg into a fresh root (its dependencies are the host's business: --force-depends).
