@@ -195,12 +195,15 @@ int cmd_cache(int argc, char **argv, const struct cli_globals *g)
         if (strcmp(action, "fingerprint") == 0)
                 return fingerprint(g, repeat);
         if (strcmp(action, "refresh") != 0 && strcmp(action, "show") != 0 && strcmp(action, "clear") != 0) {
-                fprintf(stderr, "gpu-cli: cache: unknown action '%s'; use refresh, show, clear or fingerprint\n", action);
+                fprintf(stderr, "gpu-cli: cache: unknown action '%s'; use refresh, show, clear or fingerprint\n",
+                        action);
                 return CLI_EXIT_USAGE;
         }
         if (g->state_file == NULL) {
-                fprintf(stderr, "gpu-cli: cache: no driver-state cache for --root=%s (or --no-cache given); "
-                                "name one with --state-file=FILE\n", g->root);
+                fprintf(stderr,
+                        "gpu-cli: cache: no driver-state cache for --root=%s (or --no-cache given); "
+                        "name one with --state-file=FILE\n",
+                        g->root);
                 return CLI_EXIT_USAGE;
         }
         if (strcmp(action, "refresh") == 0)

@@ -13,23 +13,22 @@
 
 static void cdi_hook_usage(FILE *out)
 {
-        fprintf(out,
-                "Usage: gpu-cli [--root=DIR] cdi-hook [OPTIONS]\n"
-                "\n"
-                "Runs as a createContainer hook from a CDI spec (see 'gpu-cli cdi generate'): reads the OCI\n"
-                "state on stdin and the bundle's config.json, then, inside the container root only:\n"
-                "\n"
-                "      --link=TARGET::PATH        create the symlink PATH -> TARGET (repeatable)\n"
-                "      --library=SONAME::PATH     add a 64-bit library to /etc/ld.so.cache (repeatable)\n"
-                "      --library32=SONAME::PATH   add an i386 library to /etc/ld.so.cache (repeatable)\n"
-                "      --mask-proc                mask /proc/driver/nvidia: params with ModifyDeviceFiles: 0,\n"
-                "                                 version, registry, and gpus/ of the GPUs whose /dev/nvidiaN\n"
-                "                                 the container was given (config.json linux.devices)\n"
-                "\n"
-                "The image's /etc/ld.so.cache entries are kept; the image's ldconfig is never run.  Its own\n"
-                "environment is ignored.  It refuses to run outside the container's mount namespace.\n"
-                "\n"
-                "Exit status: 0 success, 1 failure, 2 usage error.\n");
+        fprintf(out, "Usage: gpu-cli [--root=DIR] cdi-hook [OPTIONS]\n"
+                     "\n"
+                     "Runs as a createContainer hook from a CDI spec (see 'gpu-cli cdi generate'): reads the OCI\n"
+                     "state on stdin and the bundle's config.json, then, inside the container root only:\n"
+                     "\n"
+                     "      --link=TARGET::PATH        create the symlink PATH -> TARGET (repeatable)\n"
+                     "      --library=SONAME::PATH     add a 64-bit library to /etc/ld.so.cache (repeatable)\n"
+                     "      --library32=SONAME::PATH   add an i386 library to /etc/ld.so.cache (repeatable)\n"
+                     "      --mask-proc                mask /proc/driver/nvidia: params with ModifyDeviceFiles: 0,\n"
+                     "                                 version, registry, and gpus/ of the GPUs whose /dev/nvidiaN\n"
+                     "                                 the container was given (config.json linux.devices)\n"
+                     "\n"
+                     "The image's /etc/ld.so.cache entries are kept; the image's ldconfig is never run.  Its own\n"
+                     "environment is ignored.  It refuses to run outside the container's mount namespace.\n"
+                     "\n"
+                     "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
 enum { OPT_LINK = 1000, OPT_LIBRARY, OPT_LIBRARY32, OPT_MASK_PROC };
@@ -83,12 +82,16 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                                 goto out;
                         break;
                 case OPT_MASK_PROC: o.mask_proc = true; break;
-                case 'h': cdi_hook_usage(stdout); r = CLI_EXIT_OK; goto out;
+                case 'h':
+                        cdi_hook_usage(stdout);
+                        r = CLI_EXIT_OK;
+                        goto out;
                 default: cdi_hook_usage(stderr); goto out;
                 }
         }
         if (optind != argc) {
-                fprintf(stderr, "gpu-cli: cdi-hook takes no positional argument ('%s'); see 'gpu-cli cdi-hook --help'\n",
+                fprintf(stderr,
+                        "gpu-cli: cdi-hook takes no positional argument ('%s'); see 'gpu-cli cdi-hook --help'\n",
                         argv[optind]);
                 goto out;
         }

@@ -54,22 +54,20 @@ static void generate_usage(FILE *out)
 
 static void list_usage(FILE *out)
 {
-        fprintf(out,
-                "Usage: gpu-cli cdi list [--json] [FILE...]\n"
-                "\n"
-                "Prints the fully qualified device names (VENDOR/CLASS=NAME) the CDI specs offer: FILEs, or the\n"
-                "JSON specs in /etc/cdi and /var/run/cdi.  --json: {\"devices\": [{\"name\", \"spec\"}]}.\n"
-                "\n"
-                "Exit status: 0 success, 1 failure, 2 usage error.\n");
+        fprintf(out, "Usage: gpu-cli cdi list [--json] [FILE...]\n"
+                     "\n"
+                     "Prints the fully qualified device names (VENDOR/CLASS=NAME) the CDI specs offer: FILEs, or the\n"
+                     "JSON specs in /etc/cdi and /var/run/cdi.  --json: {\"devices\": [{\"name\", \"spec\"}]}.\n"
+                     "\n"
+                     "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
 static void cdi_usage(FILE *out)
 {
-        fprintf(out,
-                "Usage: gpu-cli [GLOBAL OPTIONS] cdi generate|list [OPTIONS]\n"
-                "\n"
-                "  generate   write a CDI spec for this driver (see 'gpu-cli cdi generate --help')\n"
-                "  list       the device names CDI specs offer (see 'gpu-cli cdi list --help')\n");
+        fprintf(out, "Usage: gpu-cli [GLOBAL OPTIONS] cdi generate|list [OPTIONS]\n"
+                     "\n"
+                     "  generate   write a CDI spec for this driver (see 'gpu-cli cdi generate --help')\n"
+                     "  list       the device names CDI specs offer (see 'gpu-cli cdi list --help')\n");
 }
 
 static int read_spec(const char *path, json_t **out, gh_error_t *err)
@@ -189,8 +187,14 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                 { NULL, 0, NULL, 0 },
         };
         struct gh_cdi_opts o = {
-                .root = g->root, .ldcache = g->ldcache, .vendor = "nvidia.com", .class_ = "gpu",
-                .names = GH_CDI_NAME_INDEX | GH_CDI_NAME_UUID, .caps = GH_CAP_ALL, .uid = g->uid, .gid = g->gid,
+                .root = g->root,
+                .ldcache = g->ldcache,
+                .vendor = "nvidia.com",
+                .class_ = "gpu",
+                .names = GH_CDI_NAME_INDEX | GH_CDI_NAME_UUID,
+                .caps = GH_CAP_ALL,
+                .uid = g->uid,
+                .gid = g->gid,
         };
         _cleanup_error_ gh_error_t err = NULL;
         _cleanup_json_ json_t *spec = NULL, *old = NULL;
@@ -209,7 +213,9 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                 case OPT_CLASS: o.class_ = optarg; break;
                 case OPT_NAMES:
                         if (parse_names(optarg, &o.names) < 0) {
-                                fprintf(stderr, "gpu-cli: cdi generate: --device-name-strategy '%s': use index, uuid or index,uuid\n", optarg);
+                                fprintf(stderr,
+                                        "gpu-cli: cdi generate: --device-name-strategy '%s': use index, uuid or index,uuid\n",
+                                        optarg);
                                 return CLI_EXIT_USAGE;
                         }
                         break;
@@ -222,7 +228,8 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                 case OPT_LAYOUT: layout = optarg; break;
                 case OPT_HOOK_PATH:
                         if (optarg[0] != '/') {
-                                fprintf(stderr, "gpu-cli: cdi generate: --hook-path '%s' must be an absolute path\n", optarg);
+                                fprintf(stderr, "gpu-cli: cdi generate: --hook-path '%s' must be an absolute path\n",
+                                        optarg);
                                 return CLI_EXIT_USAGE;
                         }
                         o.hook_path = optarg;
@@ -233,7 +240,8 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                 }
         }
         if (optind != argc) {
-                fprintf(stderr, "gpu-cli: cdi generate takes no argument ('%s'); see 'gpu-cli cdi generate --help'\n", argv[optind]);
+                fprintf(stderr, "gpu-cli: cdi generate takes no argument ('%s'); see 'gpu-cli cdi generate --help'\n",
+                        argv[optind]);
                 return CLI_EXIT_USAGE;
         }
         if (gh_layout_named(layout, &o.layout, &err) < 0 || gh_cdi_check_kind(o.vendor, o.class_, &err) < 0) {
@@ -243,7 +251,8 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
         if (o.hook_path == NULL) {
                 ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
                 if (n <= 0) {
-                        fprintf(stderr, "gpu-cli: cdi generate: cannot find our own path (%m); pass --hook-path=/usr/bin/gpu-cli\n");
+                        fprintf(stderr,
+                                "gpu-cli: cdi generate: cannot find our own path (%m); pass --hook-path=/usr/bin/gpu-cli\n");
                         return CLI_EXIT_FAILURE;
                 }
                 self[n] = '\0';
@@ -262,7 +271,8 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                         return CLI_EXIT_FAILURE;
                 }
                 if (!gh_cdi_same(spec, old, &why)) {
-                        fprintf(stderr, "gpu-cli: cdi generate --check: %s is stale: %s; write it again with 'gpu-cli cdi generate --output=%s'\n",
+                        fprintf(stderr,
+                                "gpu-cli: cdi generate --check: %s is stale: %s; write it again with 'gpu-cli cdi generate --output=%s'\n",
                                 check, why ? why : "it differs", check);
                         return CLI_EXIT_FAILURE;
                 }
@@ -299,7 +309,7 @@ static int list_file(const char *path, bool json, json_t *out, gh_error_t *err)
 
         if (read_spec(path, &spec, err) < 0)
                 return -1;
-        json_array_foreach(json_object_get(spec, "devices"), i, d) {
+        json_array_foreach (json_object_get(spec, "devices"), i, d) {
                 const char *name = json_string_value(json_object_get(d, "name"));
                 _cleanup_free_ char *q = NULL;
                 if (name == NULL)
@@ -335,8 +345,14 @@ static int cdi_list(int argc, char **argv)
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'j': json = true; break;
-                case 'h': list_usage(stdout); json_decref(devices); return CLI_EXIT_OK;
-                default: list_usage(stderr); json_decref(devices); return CLI_EXIT_USAGE;
+                case 'h':
+                        list_usage(stdout);
+                        json_decref(devices);
+                        return CLI_EXIT_OK;
+                default:
+                        list_usage(stderr);
+                        json_decref(devices);
+                        return CLI_EXIT_USAGE;
                 }
         }
         if (devices == NULL)
@@ -357,7 +373,9 @@ static int cdi_list(int argc, char **argv)
                                     list_file(path, json, devices, &err) < 0)
                                         r = CLI_EXIT_FAILURE;
                                 else if (name[0] != '.' && ends_with(name, ".yaml"))
-                                        fprintf(stderr, "gpu-cli: cdi list: %s skipped (YAML; gpu-cli reads JSON specs)\n", path);
+                                        fprintf(stderr,
+                                                "gpu-cli: cdi list: %s skipped (YAML; gpu-cli reads JSON specs)\n",
+                                                path);
                                 free(ents[i]);
                         }
                         free(ents);

@@ -14,10 +14,10 @@ struct cli_globals {
         const char *user;    /* --user=UID[:GID]: identity of the driver service, default overflow uid */
         uid_t uid;           /* --user, parsed once by main.c; (uid_t) -1 when not given */
         gid_t gid;
-        const char *debug;   /* --debug=FILE */
-        bool load_kmods;     /* --load-kmods */
-        bool no_pivot;       /* --no-pivot (accepted for compatibility) */
-        bool json_log;       /* --log-format=json */
+        const char *debug;      /* --debug=FILE */
+        bool load_kmods;        /* --load-kmods */
+        bool no_pivot;          /* --no-pivot (accepted for compatibility) */
+        bool json_log;          /* --log-format=json */
         const char *state_file; /* --state-file (driver-state cache); NULL with --no-cache or another --root */
 };
 
@@ -53,10 +53,10 @@ int cli_print_json(json_t *doc);
  * status from the error's kind, with the same values. */
 enum {
         CLI_EXIT_OK = 0,
-        CLI_EXIT_FAILURE = 1,      /* the operation failed; the message says why */
-        CLI_EXIT_USAGE = 2,        /* bad command line */
-        CLI_EXIT_NO_DRIVER = 3,    /* no NVIDIA driver found under --root */
-        CLI_EXIT_REQUIREMENT = 4,  /* a --require expression is not met */
+        CLI_EXIT_FAILURE = 1,     /* the operation failed; the message says why */
+        CLI_EXIT_USAGE = 2,       /* bad command line */
+        CLI_EXIT_NO_DRIVER = 3,   /* no NVIDIA driver found under --root */
+        CLI_EXIT_REQUIREMENT = 4, /* a --require expression is not met */
 };
 
 #endif

@@ -120,8 +120,9 @@ int cmd_configure(int argc, char **argv, const struct cli_globals *g)
                 { NULL, 0, NULL, 0 },
         };
         struct configure_args a = { 0 };
-        const struct gh_request_cli cli = { .options = opts, .shortopts = "p:d:R:l:ch", .option = configure_option,
-                                            .data = &a };
+        const struct gh_request_cli cli = {
+                .options = opts, .shortopts = "p:d:R:l:ch", .option = configure_option, .data = &a
+        };
         _cleanup_request_ struct gh_request req = GH_REQUEST_INIT;
         _cleanup_error_ gh_error_t err = NULL;
         struct gh_configure_opts o = { .root = g->root, .ldcache = g->ldcache, .req = &req };
@@ -137,7 +138,8 @@ int cmd_configure(int argc, char **argv, const struct cli_globals *g)
                 return CLI_EXIT_OK;
         }
         if (first != argc - 1) {
-                fprintf(stderr, "gpu-cli: configure needs exactly one ROOTFS argument; see 'gpu-cli configure --help'\n");
+                fprintf(stderr,
+                        "gpu-cli: configure needs exactly one ROOTFS argument; see 'gpu-cli configure --help'\n");
                 return CLI_EXIT_USAGE;
         }
         o.rootfs = argv[first];

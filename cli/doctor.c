@@ -72,10 +72,7 @@ static void print_text(const struct gh_doctor *d)
         }
 }
 
-static json_t *str_or_null(const char *s)
-{
-        return s ? json_string(s) : json_null();
-}
+static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
 
 static int print_json(const struct gh_doctor *d, pid_t pid, const char *id)
 {
@@ -114,12 +111,17 @@ static int print_json(const struct gh_doctor *d, pid_t pid, const char *id)
 int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
 {
         static const struct option opts[] = {
-                { "json", no_argument, NULL, 'j' },           { "pid", required_argument, NULL, 'p' },
-                { "container", required_argument, NULL, 'c' }, { "state-dir", required_argument, NULL, 'S' },
-                { "config", required_argument, NULL, 'f' },    { "hooks-dir", required_argument, NULL, 'H' },
-                { "cdi-dir", required_argument, NULL, 'D' },   { "cgroup-manager", required_argument, NULL, 'm' },
+                { "json", no_argument, NULL, 'j' },
+                { "pid", required_argument, NULL, 'p' },
+                { "container", required_argument, NULL, 'c' },
+                { "state-dir", required_argument, NULL, 'S' },
+                { "config", required_argument, NULL, 'f' },
+                { "hooks-dir", required_argument, NULL, 'H' },
+                { "cdi-dir", required_argument, NULL, 'D' },
+                { "cgroup-manager", required_argument, NULL, 'm' },
                 { "mps-dir", required_argument, NULL, 'M' },
-                { "help", no_argument, NULL, 'h' },            { NULL, 0, NULL, 0 },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
         };
         const char *hooks[MAX_DIRS + 1] = { NULL }, *cdi[MAX_DIRS + 1] = { NULL }, *state[MAX_DIRS + 1] = { NULL };
         size_t nhooks = 0, ncdi = 0, nstate = 0;
@@ -147,9 +149,18 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
                         pid = (pid_t) v;
                         break;
                 case 'c': id = optarg; break;
-                case 'S': if (add_dir(state, &nstate, optarg, "--state-dir") < 0) return CLI_EXIT_USAGE; break;
-                case 'H': if (add_dir(hooks, &nhooks, optarg, "--hooks-dir") < 0) return CLI_EXIT_USAGE; break;
-                case 'D': if (add_dir(cdi, &ncdi, optarg, "--cdi-dir") < 0) return CLI_EXIT_USAGE; break;
+                case 'S':
+                        if (add_dir(state, &nstate, optarg, "--state-dir") < 0)
+                                return CLI_EXIT_USAGE;
+                        break;
+                case 'H':
+                        if (add_dir(hooks, &nhooks, optarg, "--hooks-dir") < 0)
+                                return CLI_EXIT_USAGE;
+                        break;
+                case 'D':
+                        if (add_dir(cdi, &ncdi, optarg, "--cdi-dir") < 0)
+                                return CLI_EXIT_USAGE;
+                        break;
                 case 'f': config = optarg; break;
                 case 'M':
                         if (optarg[0] != '/') {
@@ -164,7 +175,8 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
                         else if (strcmp(optarg, "cgroupfs") == 0)
                                 o.manager = GH_MANAGER_CGROUPFS;
                         else {
-                                fprintf(stderr, "gpu-cli: doctor: --cgroup-manager '%s' must be systemd or cgroupfs\n", optarg);
+                                fprintf(stderr, "gpu-cli: doctor: --cgroup-manager '%s' must be systemd or cgroupfs\n",
+                                        optarg);
                                 return CLI_EXIT_USAGE;
                         }
                         break;

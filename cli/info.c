@@ -155,8 +155,10 @@ static int print_json(const struct gh_gpu_list *l)
                         json_object_set_new(mo, "gpu_instance", json_integer(mig->gi));
                         json_object_set_new(mo, "compute_instance", json_integer(mig->ci));
                         json_object_set_new(mo, "uuid", json_string(mig->uuid));
-                        json_object_set_new(mo, "gi_cap_minor", mig->has_caps ? json_integer(mig->gi_cap_minor) : json_null());
-                        json_object_set_new(mo, "ci_cap_minor", mig->has_caps ? json_integer(mig->ci_cap_minor) : json_null());
+                        json_object_set_new(mo, "gi_cap_minor",
+                                            mig->has_caps ? json_integer(mig->gi_cap_minor) : json_null());
+                        json_object_set_new(mo, "ci_cap_minor",
+                                            mig->has_caps ? json_integer(mig->ci_cap_minor) : json_null());
                         json_array_append_new(migs, mo);
                 }
                 json_object_set_new(o, "mig_devices", migs);
@@ -175,10 +177,14 @@ static int print_json(const struct gh_gpu_list *l)
 int cmd_info(int argc, char **argv, const struct cli_globals *g)
 {
         static const struct option opts[] = {
-                { "csv", no_argument, NULL, 'c' },  { "json", no_argument, NULL, 'j' },
-                { "nvml", no_argument, NULL, 'N' }, { "fast", no_argument, NULL, 'F' },
-                { "timeout", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
-                { "no-cache", no_argument, NULL, 'n' },     { "cuda-only", no_argument, NULL, 'U' },
+                { "csv", no_argument, NULL, 'c' },
+                { "json", no_argument, NULL, 'j' },
+                { "nvml", no_argument, NULL, 'N' },
+                { "fast", no_argument, NULL, 'F' },
+                { "timeout", required_argument, NULL, 't' },
+                { "help", no_argument, NULL, 'h' },
+                { "no-cache", no_argument, NULL, 'n' },
+                { "cuda-only", no_argument, NULL, 'U' },
                 { NULL, 0, NULL, 0 },
         };
         struct gh_gpus_opts gopts = GH_GPUS_OPTS_DEFAULT;
@@ -231,8 +237,9 @@ int cmd_info(int argc, char **argv, const struct cli_globals *g)
         }
         if (gh_gpus_load(rootfd, &gopts, &list, &err) < 0) {
                 fprintf(stderr, "gpu-cli: info: %s%s\n", err->msg,
-                        gopts.source == GH_GPUS_NVML ? "; check the driver with nvidia-smi, or use 'gpu-cli info --fast'"
-                                                     : "");
+                        gopts.source == GH_GPUS_NVML
+                                ? "; check the driver with nvidia-smi, or use 'gpu-cli info --fast'"
+                                : "");
                 return CLI_EXIT_FAILURE;
         }
         switch (format) {

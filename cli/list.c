@@ -106,7 +106,9 @@ static int parse_args(int argc, char **argv, const struct cli_globals *g, struct
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        const struct gh_request_cli cli = { .options = opts, .shortopts = "d:R:lbfih", .option = list_option, .data = o };
+        const struct gh_request_cli cli = {
+                .options = opts, .shortopts = "d:R:lbfih", .option = list_option, .data = o
+        };
         _cleanup_error_ gh_error_t err = NULL;
         int first;
 
@@ -153,8 +155,8 @@ static void print_paths(const struct gh_plan *plan, const char *prefix, enum gh_
 
 int cmd_list(int argc, char **argv, const struct cli_globals *g)
 {
-        static const enum gh_item_role order[] = { GH_ROLE_DEVICE, GH_ROLE_LIBRARY, GH_ROLE_BINARY, GH_ROLE_FIRMWARE,
-                                                   GH_ROLE_IPC, GH_ROLE_CONFIG };
+        static const enum gh_item_role order[] = { GH_ROLE_DEVICE,   GH_ROLE_LIBRARY, GH_ROLE_BINARY,
+                                                   GH_ROLE_FIRMWARE, GH_ROLE_IPC,     GH_ROLE_CONFIG };
         struct list_opts o = { 0 };
         _cleanup_request_ struct gh_request req = GH_REQUEST_INIT;
         _cleanup_error_ gh_error_t err = NULL;

@@ -51,18 +51,10 @@ static const struct {
         const char *name;
         int (*fn)(int, char **, const struct cli_globals *);
 } commands[] = {
-        { "info", cmd_info },
-        { "list", cmd_list },
-        { "configure", cmd_configure },
-        { "mps", cmd_mps },
-        { "ps", cmd_ps },
-        { "top", cmd_top },
-        { "metrics", cmd_metrics },
-        { "doctor", cmd_doctor },
-        { "setup", cmd_setup },
-        { "cache", cmd_cache },
-        { "cdi", cmd_cdi },
-        { "cdi-hook", cmd_cdi_hook },
+        { "info", cmd_info },       { "list", cmd_list },     { "configure", cmd_configure },
+        { "mps", cmd_mps },         { "ps", cmd_ps },         { "top", cmd_top },
+        { "metrics", cmd_metrics }, { "doctor", cmd_doctor }, { "setup", cmd_setup },
+        { "cache", cmd_cache },     { "cdi", cmd_cdi },       { "cdi-hook", cmd_cdi_hook },
 };
 
 static int (*command_fn(const char *name))(int, char **, const struct cli_globals *)
@@ -76,12 +68,12 @@ static int (*command_fn(const char *name))(int, char **, const struct cli_global
 int main(int argc, char **argv)
 {
         static const struct option opts[] = {
-                { "root", required_argument, NULL, 'r' },     { "ldcache", required_argument, NULL, 'C' },
-                { "user", required_argument, NULL, 'u' },     { "debug", required_argument, NULL, 'd' },
-                { "load-kmods", no_argument, NULL, 'k' },     { "no-pivot", no_argument, NULL, 'n' },
+                { "root", required_argument, NULL, 'r' },       { "ldcache", required_argument, NULL, 'C' },
+                { "user", required_argument, NULL, 'u' },       { "debug", required_argument, NULL, 'd' },
+                { "load-kmods", no_argument, NULL, 'k' },       { "no-pivot", no_argument, NULL, 'n' },
                 { "log-format", required_argument, NULL, 'L' }, { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, 'V' },        { "state-file", required_argument, NULL, 'S' },
-                { "no-cache", no_argument, NULL, 'N' },       { NULL, 0, NULL, 0 },
+                { "version", no_argument, NULL, 'V' },          { "state-file", required_argument, NULL, 'S' },
+                { "no-cache", no_argument, NULL, 'N' },         { NULL, 0, NULL, 0 },
         };
         struct cli_globals g = { .root = "/", .uid = (uid_t) -1, .gid = (gid_t) -1 };
         bool no_cache = false;

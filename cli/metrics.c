@@ -36,8 +36,7 @@ static void usage(FILE *out)
                 "\n"
                 "  --listen[=ADDRESS:PORT]  serve the same text on http://ADDRESS:PORT/metrics, read afresh for\n"
                 "                           every request (default " DEFAULT_LISTEN "; loopback unless you say\n"
-                "                           otherwise; IPv6 as [::1]:9400).  Needs " MHD_SONAME ".\n"
-                CLI_USAGE_HELP
+                "                           otherwise; IPv6 as [::1]:9400).  Needs " MHD_SONAME ".\n" CLI_USAGE_HELP
                 "\n"
                 "Exit status: 0 success, 1 failure (NVML failed), 2 usage error, 3 no driver.\n");
 }
@@ -76,7 +75,7 @@ struct container_sum {
         const char *runtime, *id;
         uint64_t memory;
         bool memory_known;
-        int util;        /* -1: no process had a sample */
+        int util; /* -1: no process had a sample */
         unsigned procs;
 };
 
@@ -99,7 +98,9 @@ static size_t sum_containers(const struct gh_gpu_list *list, struct container_su
                                 if (n == max)
                                         continue;
                                 s = &out[n++];
-                                *s = (struct container_sum) { .gpu = &list->gpus[g], .runtime = rt, .id = id, .util = -1 };
+                                *s = (struct container_sum) {
+                                        .gpu = &list->gpus[g], .runtime = rt, .id = id, .util = -1
+                                };
                         }
                         s->procs++;
                         if (p->used_memory != GH_UNKNOWN_U64) {
@@ -107,7 +108,9 @@ static size_t sum_containers(const struct gh_gpu_list *list, struct container_su
                                 s->memory_known = true;
                         }
                         if (p->sm_util >= 0)
-                                s->util = s->util < 0 ? p->sm_util : s->util + p->sm_util > 100 ? 100 : s->util + p->sm_util;
+                                s->util = s->util < 0                  ? p->sm_util
+                                          : s->util + p->sm_util > 100 ? 100
+                                                                       : s->util + p->sm_util;
                 }
         }
         return n;
@@ -119,7 +122,8 @@ static void write_metrics(const struct gh_gpu_list *list, FILE *f)
         static const struct {
                 const char *name, *help;
         } gpu_metrics[] = {
-                { "gpuhook_gpu_utilization_percent", "Percent of time a kernel ran on the GPU over the last sample period." },
+                { "gpuhook_gpu_utilization_percent",
+                  "Percent of time a kernel ran on the GPU over the last sample period." },
                 { "gpuhook_gpu_memory_used_bytes", "GPU memory in use." },
                 { "gpuhook_gpu_memory_total_bytes", "GPU memory installed." },
                 { "gpuhook_gpu_temperature_celsius", "GPU core temperature." },
@@ -133,11 +137,27 @@ static void write_metrics(const struct gh_gpu_list *list, FILE *f)
                         const struct gh_gpu_usage *u = list->gpus[g].usage;
                         char value[32] = "";
                         switch (m) {
-                        case 0: if (u->gpu_util >= 0) snprintf(value, sizeof(value), "%d", u->gpu_util); break;
-                        case 1: if (u->mem_used != GH_UNKNOWN_U64) snprintf(value, sizeof(value), "%" PRIu64, u->mem_used); break;
-                        case 2: if (u->mem_total != GH_UNKNOWN_U64) snprintf(value, sizeof(value), "%" PRIu64, u->mem_total); break;
-                        case 3: if (u->temperature_c >= 0) snprintf(value, sizeof(value), "%d", u->temperature_c); break;
-                        case 4: if (u->power_mw >= 0) snprintf(value, sizeof(value), "%d.%03d", u->power_mw / 1000, u->power_mw % 1000); break;
+                        case 0:
+                                if (u->gpu_util >= 0)
+                                        snprintf(value, sizeof(value), "%d", u->gpu_util);
+                                break;
+                        case 1:
+                                if (u->mem_used != GH_UNKNOWN_U64)
+                                        snprintf(value, sizeof(value), "%" PRIu64, u->mem_used);
+                                break;
+                        case 2:
+                                if (u->mem_total != GH_UNKNOWN_U64)
+                                        snprintf(value, sizeof(value), "%" PRIu64, u->mem_total);
+                                break;
+                        case 3:
+                                if (u->temperature_c >= 0)
+                                        snprintf(value, sizeof(value), "%d", u->temperature_c);
+                                break;
+                        case 4:
+                                if (u->power_mw >= 0)
+                                        snprintf(value, sizeof(value), "%d.%03d", u->power_mw / 1000,
+                                                 u->power_mw % 1000);
+                                break;
                         default: break;
                         }
                         if (value[0] == '\0')
@@ -154,8 +174,10 @@ static void write_metrics(const struct gh_gpu_list *list, FILE *f)
         static const struct {
                 const char *name, *help;
         } per_container[] = {
-                { "gpuhook_container_gpu_memory_used_bytes", "GPU memory used by the processes of a container (runtime \"host\": outside containers)." },
-                { "gpuhook_container_gpu_utilization_percent", "Summed SM utilisation of a container's processes on the GPU, at most 100." },
+                { "gpuhook_container_gpu_memory_used_bytes",
+                  "GPU memory used by the processes of a container (runtime \"host\": outside containers)." },
+                { "gpuhook_container_gpu_utilization_percent",
+                  "Summed SM utilisation of a container's processes on the GPU, at most 100." },
                 { "gpuhook_container_gpu_processes", "Processes of a container using the GPU." },
         };
         for (size_t m = 0; m < GH_ARRAY_SIZE(per_container); m++) {
@@ -284,12 +306,15 @@ static int serve(const struct cli_globals *g, const struct cli_usage_opts *uo, c
         int sig;
 
         if (parse_listen(spec, &ss) < 0) {
-                fprintf(stderr, "gpu-cli: metrics: --listen '%s' is not ADDRESS:PORT (e.g. 127.0.0.1:9400, [::1]:9400)\n", spec);
+                fprintf(stderr,
+                        "gpu-cli: metrics: --listen '%s' is not ADDRESS:PORT (e.g. 127.0.0.1:9400, [::1]:9400)\n",
+                        spec);
                 return CLI_EXIT_USAGE;
         }
         lib = dlopen(MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
         if (lib == NULL) {
-                fprintf(stderr, "gpu-cli: metrics: --listen needs %s: %s; install libmicrohttpd (Debian: libmicrohttpd12)\n",
+                fprintf(stderr,
+                        "gpu-cli: metrics: --listen needs %s: %s; install libmicrohttpd (Debian: libmicrohttpd12)\n",
                         MHD_SONAME, dlerror());
                 return CLI_EXIT_FAILURE;
         }
@@ -301,7 +326,8 @@ static int serve(const struct cli_globals *g, const struct cli_usage_opts *uo, c
         *(void **) &s.mhd.destroy_response = dlsym(lib, "MHD_destroy_response");
         if (!s.mhd.start_daemon || !s.mhd.stop_daemon || !s.mhd.create_response || !s.mhd.add_header ||
             !s.mhd.queue_response || !s.mhd.destroy_response) {
-                fprintf(stderr, "gpu-cli: metrics: %s lacks a function gpu-cli needs; install libmicrohttpd 0.9.71 or newer\n",
+                fprintf(stderr,
+                        "gpu-cli: metrics: %s lacks a function gpu-cli needs; install libmicrohttpd 0.9.71 or newer\n",
                         MHD_SONAME);
                 return CLI_EXIT_FAILURE;
         }
@@ -311,14 +337,15 @@ static int serve(const struct cli_globals *g, const struct cli_usage_opts *uo, c
         sigaddset(&set, SIGINT);
         sigaddset(&set, SIGTERM);
         pthread_sigmask(SIG_BLOCK, &set, NULL);
-        d = s.mhd.start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
-                                       (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-                               0, NULL, NULL, handle, &s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &ss,
-                               MHD_OPTION_CONNECTION_LIMIT, (unsigned int) 32, MHD_OPTION_CONNECTION_TIMEOUT,
-                               (unsigned int) 10, MHD_OPTION_END);
+        d = s.mhd.start_daemon(
+                MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0), 0,
+                NULL, NULL, handle, &s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &ss, MHD_OPTION_CONNECTION_LIMIT,
+                (unsigned int) 32, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int) 10, MHD_OPTION_END);
         if (d == NULL) {
-                fprintf(stderr, "gpu-cli: metrics: cannot listen on %s (in use, or not an address of this host); "
-                        "choose another --listen\n", spec);
+                fprintf(stderr,
+                        "gpu-cli: metrics: cannot listen on %s (in use, or not an address of this host); "
+                        "choose another --listen\n",
+                        spec);
                 return CLI_EXIT_FAILURE;
         }
         fprintf(stderr, "gpu-cli: metrics: serving http://%s/metrics\n", spec);
@@ -331,8 +358,10 @@ static int serve(const struct cli_globals *g, const struct cli_usage_opts *uo, c
 int cmd_metrics(int argc, char **argv, const struct cli_globals *g)
 {
         static const struct option opts[] = {
-                { "listen", optional_argument, NULL, 'l' }, { "help", no_argument, NULL, 'h' },
-                CLI_USAGE_OPTIONS, { NULL, 0, NULL, 0 },
+                { "listen", optional_argument, NULL, 'l' },
+                { "help", no_argument, NULL, 'h' },
+                CLI_USAGE_OPTIONS,
+                { NULL, 0, NULL, 0 },
         };
         _cleanup_gpu_list_ struct gh_gpu_list list = { 0 };
         struct cli_usage_opts uo = { 0 };
@@ -342,7 +371,8 @@ int cmd_metrics(int argc, char **argv, const struct cli_globals *g)
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'l': listen_on = optarg ? optarg : DEFAULT_LISTEN; break;
-                case 'S': case 'T':
+                case 'S':
+                case 'T':
                         if ((r = cli_usage_option(c, optarg, &uo, "metrics")) != 0)
                                 return r;
                         break;
@@ -351,7 +381,8 @@ int cmd_metrics(int argc, char **argv, const struct cli_globals *g)
                 }
         }
         if (optind < argc) {
-                fprintf(stderr, "gpu-cli: metrics: unexpected argument '%s'; see 'gpu-cli metrics --help'\n", argv[optind]);
+                fprintf(stderr, "gpu-cli: metrics: unexpected argument '%s'; see 'gpu-cli metrics --help'\n",
+                        argv[optind]);
                 return CLI_EXIT_USAGE;
         }
         if (listen_on != NULL)

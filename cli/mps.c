@@ -27,7 +27,9 @@ static void usage(FILE *out)
                 "\n"
                 "An MPS group is one CUDA MPS control daemon, for one GPU, with its own pipe directory and its own\n"
                 "/dev/shm.  Limits are set on the daemon, so they bind every client of the group: containers join\n"
-                "with the annotation " "org.gpu-hook.mps-group=NAME" " (see docs/mps.md).\n"
+                "with the annotation "
+                "org.gpu-hook.mps-group=NAME"
+                " (see docs/mps.md).\n"
                 "\n"
                 "  --device=ID        the GPU: index, UUID or PCI bus id\n"
                 "  --threads=PERCENT  set_default_active_thread_percentage (1-100)\n"
@@ -73,7 +75,8 @@ static int start(int argc, char **argv, const struct cli_globals *g, const char 
                 } else if (strncmp(argv[i], "--memory=", 9) == 0)
                         memory = argv[i] + 9;
                 else {
-                        fprintf(stderr, "gpu-cli mps start: unknown argument '%s'; see 'gpu-cli mps --help'\n", argv[i]);
+                        fprintf(stderr, "gpu-cli mps start: unknown argument '%s'; see 'gpu-cli mps --help'\n",
+                                argv[i]);
                         return CLI_EXIT_USAGE;
                 }
         }
@@ -162,7 +165,8 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
         struct gh_gpus_opts gopts = GH_GPUS_OPTS_DEFAULT;
         bool have_gpus = false;
         gopts.with_usage = true;
-        if (n > 0 && rootfd >= 0 && (g->user == NULL || gh_service_parse_user(g->user, &gopts.uid, &gopts.gid, &err) == 0)) {
+        if (n > 0 && rootfd >= 0 &&
+            (g->user == NULL || gh_service_parse_user(g->user, &gopts.uid, &gopts.gid, &err) == 0)) {
                 have_gpus = gh_gpus_load(rootfd, &gopts, &gpus, &err) == 0;
                 if (!have_gpus)
                         fprintf(stderr, "gpu-cli mps list: compute modes unknown: %s\n", err->msg);
@@ -175,11 +179,11 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
                 int mode = compute_mode(have_gpus ? &gpus : NULL, grp->gpu_uuid);
                 snprintf(path, sizeof(path), "%s/%s", dir ? dir : GH_MPS_DEFAULT_DIR, grp->name);
                 json_array_append_new(
-                        arr, json_pack("{s:s, s:s, s:i, s:o, s:i, s:I, s:i, s:b, s:o, s:s}", "name", grp->name, "gpu_uuid",
-                                       grp->gpu_uuid, "gpu_index", (int) grp->gpu_index, "compute_mode",
-                                       mode >= 0 ? json_string(gh_compute_mode_name(mode)) : json_null(), "threads", grp->threads,
-                                       "memory_mib", (json_int_t) grp->memory_mib, "pid", (int) grp->pid, "alive",
-                                       grp->alive, "clients", group_clients(dir, grp, control), "dir", path));
+                        arr, json_pack("{s:s, s:s, s:i, s:o, s:i, s:I, s:i, s:b, s:o, s:s}", "name", grp->name,
+                                       "gpu_uuid", grp->gpu_uuid, "gpu_index", (int) grp->gpu_index, "compute_mode",
+                                       mode >= 0 ? json_string(gh_compute_mode_name(mode)) : json_null(), "threads",
+                                       grp->threads, "memory_mib", (json_int_t) grp->memory_mib, "pid", (int) grp->pid,
+                                       "alive", grp->alive, "clients", group_clients(dir, grp, control), "dir", path));
         }
         if (arr == NULL)
                 return CLI_EXIT_FAILURE;
@@ -193,7 +197,7 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
                        "STATE", "CLIENTS");
                 size_t i;
                 json_t *o;
-                json_array_foreach(arr, i, o) {
+                json_array_foreach (arr, i, o) {
                         const struct gh_mps_group *grp = &groups[i];
                         char threads[16] = "-", memory[32] = "-", clients[256] = "";
                         size_t k, len = 0;
@@ -202,13 +206,13 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
                                 snprintf(threads, sizeof(threads), "%d%%", grp->threads);
                         if (grp->memory_mib)
                                 snprintf(memory, sizeof(memory), "%lluM", grp->memory_mib);
-                        json_array_foreach(json_object_get(o, "clients"), k, c)
+                        json_array_foreach (json_object_get(o, "clients"), k, c)
                                 if (len < sizeof(clients) - 16)
                                         len += (size_t) snprintf(clients + len, sizeof(clients) - len, "%s%lld",
                                                                  len ? "," : "", (long long) json_integer_value(c));
                         printf("%-20s %-5u %-17s %-8s %-10s %-8d %-6s %s\n", grp->name, grp->gpu_index,
-                               gh_compute_mode_name(compute_mode(have_gpus ? &gpus : NULL, grp->gpu_uuid)), threads, memory,
-                               (int) grp->pid, grp->alive ? "alive" : "dead", len ? clients : "-");
+                               gh_compute_mode_name(compute_mode(have_gpus ? &gpus : NULL, grp->gpu_uuid)), threads,
+                               memory, (int) grp->pid, grp->alive ? "alive" : "dead", len ? clients : "-");
                 }
         }
         json_decref(arr);

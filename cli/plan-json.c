@@ -43,8 +43,7 @@ static json_t *item_json(const struct gh_item *it, const char *prefix)
         case GH_ROLE_IPC:
                 json_object_set_new(o, "type", json_string(it->kind == GH_ITEM_DIR ? "directory" : "socket"));
                 break;
-        default:
-                break;
+        default: break;
         }
         if (it->cap && gh_capability_name(it->cap))
                 json_object_set_new(o, "capability", json_string(gh_capability_name(it->cap)));
@@ -52,8 +51,13 @@ static json_t *item_json(const struct gh_item *it, const char *prefix)
                 json_object_set_new(o, "compat32", json_boolean(it->compat32));
         {
                 json_t *flags = json_array();
-                static const struct { unsigned bit; const char *name; } names[] = {
-                        { GH_MNT_RDONLY, "ro" }, { GH_MNT_NOSUID, "nosuid" }, { GH_MNT_NODEV, "nodev" },
+                static const struct {
+                        unsigned bit;
+                        const char *name;
+                } names[] = {
+                        { GH_MNT_RDONLY, "ro" },
+                        { GH_MNT_NOSUID, "nosuid" },
+                        { GH_MNT_NODEV, "nodev" },
                         { GH_MNT_NOEXEC, "noexec" },
                 };
                 for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

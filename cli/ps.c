@@ -28,9 +28,7 @@ static void ps_usage(FILE *out)
                 "\n"
                 "  --json            one JSON object, schema below\n"
                 "  --no-trunc        show container ids in full (default: the first 12 characters)\n"
-                "  --mps-dir=DIR     where MPS groups live (default " GH_MPS_DEFAULT_DIR ")\n"
-                CLI_USAGE_HELP
-                "\n"
+                "  --mps-dir=DIR     where MPS groups live (default " GH_MPS_DEFAULT_DIR ")\n" CLI_USAGE_HELP "\n"
                 "Columns: GPU index, host PID, container runtime and id ('-': a host process), PID in the\n"
                 "container, type (C compute, G graphics), GPU memory, SM and memory utilisation (%%, '-'\n"
                 "when the driver gives no sample), command name.  Then, when MPS groups exist, each group's\n"
@@ -147,7 +145,8 @@ static json_t *mps_json(const struct mps_row *rows, size_t n)
                         }
                         json_object_set_new(co, "pid", json_integer(rows[i].clients[k].pid));
                         json_object_set_new(co, "container", c);
-                        json_object_set_new(co, "container_pid", w->in_container ? json_integer(w->ns_pid) : json_null());
+                        json_object_set_new(co, "container_pid",
+                                            w->in_container ? json_integer(w->ns_pid) : json_null());
                         json_object_set_new(co, "command", json_string(w->comm));
                         json_array_append_new(clients, co);
                 }
@@ -174,7 +173,8 @@ static void mps_table(const struct mps_row *rows, size_t n, bool no_trunc, FILE 
                         snprintf(cpid, sizeof(cpid), "%d", (int) w->ns_pid);
                         fprintf(out, "%-20s %-3u %8d  %-8s %-*.*s %8s  %s\n", grp->name, grp->gpu_index,
                                 (int) rows[i].clients[k].pid, w->in_container ? w->runtime : "host", no_trunc ? 64 : 12,
-                                no_trunc ? 64 : 12, w->in_container ? w->id : "-", w->in_container ? cpid : "-", w->comm);
+                                no_trunc ? 64 : 12, w->in_container ? w->id : "-", w->in_container ? cpid : "-",
+                                w->comm);
                 }
         }
 }
@@ -184,10 +184,7 @@ static const char *proc_type(const struct gh_gpu_proc *p)
         return p->compute && p->graphics ? "C+G" : p->graphics ? "G" : "C";
 }
 
-static json_t *int_or_null(long long v, bool known)
-{
-        return known ? json_integer(v) : json_null();
-}
+static json_t *int_or_null(long long v, bool known) { return known ? json_integer(v) : json_null(); }
 
 static int print_json(const struct gh_gpu_list *list, const struct mps_row *mps, size_t nmps)
 {
@@ -208,8 +205,10 @@ static int print_json(const struct gh_gpu_list *list, const struct mps_row *mps,
                 json_object_set_new(o, "model", json_string(gpu->model));
                 json_object_set_new(o, "utilization_gpu", int_or_null(u->gpu_util, u->gpu_util >= 0));
                 json_object_set_new(o, "utilization_memory", int_or_null(u->mem_util, u->mem_util >= 0));
-                json_object_set_new(o, "memory_used_bytes", int_or_null((long long) u->mem_used, u->mem_used != GH_UNKNOWN_U64));
-                json_object_set_new(o, "memory_total_bytes", int_or_null((long long) u->mem_total, u->mem_total != GH_UNKNOWN_U64));
+                json_object_set_new(o, "memory_used_bytes",
+                                    int_or_null((long long) u->mem_used, u->mem_used != GH_UNKNOWN_U64));
+                json_object_set_new(o, "memory_total_bytes",
+                                    int_or_null((long long) u->mem_total, u->mem_total != GH_UNKNOWN_U64));
                 json_object_set_new(o, "temperature_c", int_or_null(u->temperature_c, u->temperature_c >= 0));
                 json_object_set_new(o, "power_mw", int_or_null(u->power_mw, u->power_mw >= 0));
                 for (size_t i = 0; i < u->nprocs; i++) {
@@ -279,16 +278,19 @@ static void print_table(const struct gh_gpu_list *list, enum cli_sort sort, bool
                 fprintf(out, "No process uses a GPU.\n");
 }
 
-static int parse_common(int argc, char **argv, const char *cmd, bool *json, bool *no_trunc,
-                        struct cli_usage_opts *uo, int *interval, enum cli_sort *sort, long *iterations,
-                        const char **mps_dir)
+static int parse_common(int argc, char **argv, const char *cmd, bool *json, bool *no_trunc, struct cli_usage_opts *uo,
+                        int *interval, enum cli_sort *sort, long *iterations, const char **mps_dir)
 {
         static const struct option opts[] = {
-                { "json", no_argument, NULL, 'j' },         { "no-trunc", no_argument, NULL, 'W' },
-                { "interval", required_argument, NULL, 'i' }, { "sort", required_argument, NULL, 's' },
-                { "iterations", required_argument, NULL, 'n' }, { "help", no_argument, NULL, 'h' },
+                { "json", no_argument, NULL, 'j' },
+                { "no-trunc", no_argument, NULL, 'W' },
+                { "interval", required_argument, NULL, 'i' },
+                { "sort", required_argument, NULL, 's' },
+                { "iterations", required_argument, NULL, 'n' },
+                { "help", no_argument, NULL, 'h' },
                 { "mps-dir", required_argument, NULL, 'M' },
-                CLI_USAGE_OPTIONS,                            { NULL, 0, NULL, 0 },
+                CLI_USAGE_OPTIONS,
+                { NULL, 0, NULL, 0 },
         };
         bool top = strcmp(cmd, "top") == 0;
         int c, r;
@@ -297,7 +299,11 @@ static int parse_common(int argc, char **argv, const char *cmd, bool *json, bool
                 char *end;
                 long v;
                 switch (c) {
-                case 'j': if (top) goto bad; *json = true; break;
+                case 'j':
+                        if (top)
+                                goto bad;
+                        *json = true;
+                        break;
                 case 'W': *no_trunc = true; break;
                 case 'M':
                         if (top)
@@ -308,7 +314,8 @@ static int parse_common(int argc, char **argv, const char *cmd, bool *json, bool
                         }
                         *mps_dir = optarg;
                         break;
-                case 'S': case 'T':
+                case 'S':
+                case 'T':
                         if ((r = cli_usage_option(c, optarg, uo, cmd)) != 0)
                                 return r;
                         break;
@@ -352,7 +359,8 @@ static int parse_common(int argc, char **argv, const char *cmd, bool *json, bool
                 }
         }
         if (optind < argc) {
-                fprintf(stderr, "gpu-cli: %s: unexpected argument '%s'; see 'gpu-cli %s --help'\n", cmd, argv[optind], cmd);
+                fprintf(stderr, "gpu-cli: %s: unexpected argument '%s'; see 'gpu-cli %s --help'\n", cmd, argv[optind],
+                        cmd);
                 return CLI_EXIT_USAGE;
         }
         return 0;
@@ -421,9 +429,7 @@ static void top_usage(FILE *out)
                 "  --interval=SECONDS  time between refreshes (default 2)\n"
                 "  --sort=memory|util  order processes by GPU memory (default) or SM utilisation\n"
                 "  --iterations=N      stop after N screens\n"
-                "  --no-trunc          show container ids in full\n"
-                CLI_USAGE_HELP
-                "\n"
+                "  --no-trunc          show container ids in full\n" CLI_USAGE_HELP "\n"
                 "Exit status: 0 success, 1 failure (NVML failed), 2 usage error, 3 no driver.\n");
 }
 

@@ -87,8 +87,7 @@ void setup_print_diff(FILE *out, const char *path, const char *old, const char *
         _cleanup_free_ unsigned *lcs = NULL;
 
         fprintf(out, "--- %s\n+++ %s\n", old ? path : "/dev/null", new ? path : "/dev/null");
-        if (a == NULL || b == NULL || n > 4000 || m > 4000 ||
-            (lcs = calloc((n + 1) * (m + 1), sizeof(*lcs))) == NULL) {
+        if (a == NULL || b == NULL || n > 4000 || m > 4000 || (lcs = calloc((n + 1) * (m + 1), sizeof(*lcs))) == NULL) {
                 for (size_t i = 0; a && i < n; i++)
                         fprintf(out, "-%s\n", a[i]);
                 for (size_t j = 0; b && j < m; j++)
@@ -98,8 +97,9 @@ void setup_print_diff(FILE *out, const char *path, const char *old, const char *
 #define L(i, j) lcs[(i) * (m + 1) + (j)]
         for (size_t i = n; i-- > 0;)
                 for (size_t j = m; j-- > 0;)
-                        L(i, j) = strcmp(a[i], b[j]) == 0 ? L(i + 1, j + 1) + 1
-                                  : L(i + 1, j) >= L(i, j + 1) ? L(i + 1, j) : L(i, j + 1);
+                        L(i, j) = strcmp(a[i], b[j]) == 0      ? L(i + 1, j + 1) + 1
+                                  : L(i + 1, j) >= L(i, j + 1) ? L(i + 1, j)
+                                                               : L(i, j + 1);
         size_t i = 0, j = 0;
         while (i < n || j < m) {
                 if (i < n && j < m && strcmp(a[i], b[j]) == 0) {

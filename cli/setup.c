@@ -23,7 +23,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "config.h" /* the build's: GPUHOOK_HOOK_PATH, GPUHOOK_RUNTIME_PATH */
-#include "oci.h" /* _cleanup_json_ */
+#include "oci.h"    /* _cleanup_json_ */
 #include "setup.h"
 
 #define HOOK_NAME "nvidia-container-runtime-hook"
@@ -132,7 +132,8 @@ static void restore_backup(struct change *c)
             !exists || (j = setup_json_parse(text, bak, &e)) == NULL)
                 return;
         dump = json_dumps(j, JSON_INDENT(indent_of(c->old)) | JSON_PRESERVE_ORDER);
-        if (dump == NULL || c->new == NULL || strncmp(dump, c->new, strlen(dump)) != 0 || strcmp(c->new + strlen(dump), "\n") != 0)
+        if (dump == NULL || c->new == NULL || strncmp(dump, c->new, strlen(dump)) != 0 ||
+            strcmp(c->new + strlen(dump), "\n") != 0)
                 return;
         free(c->new);
         c->new = steal_pointer(&text);
@@ -212,7 +213,8 @@ static int docker_json(const struct setup_opts *o, struct change *c, gh_error_t 
 /* Where another nvidia-container-runtime-hook would be found first on a usual PATH. */
 static const char *foreign_hook(const struct setup_opts *o, char *buf, size_t size)
 {
-        static const char *const dirs[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin" };
+        static const char *const dirs[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
+                                            "/usr/bin",        "/sbin",          "/bin" };
         char target[PATH_MAX];
 
         for (size_t i = 0; i < GH_ARRAY_SIZE(dirs); i++) {
@@ -274,17 +276,18 @@ static int docker_link(const struct setup_opts *o, struct plan *p, gh_error_t *e
 static char *containerd_text(const struct setup_opts *o)
 {
         char *s = NULL;
-        if (asprintf(&s,
-                     "# Written by gpu-cli setup containerd; `gpu-cli setup containerd --undo` removes it.\n"
-                     "# containerd 1.x reads it only when config.toml has imports = [\"/etc/containerd/conf.d/*.toml\"].\n"
-                     "version = 2\n"
-                     "\n"
-                     "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpu]\n"
-                     "  runtime_type = \"io.containerd.runc.v2\"\n"
-                     "\n"
-                     "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpu.options]\n"
-                     "  BinaryName = \"%s\"\n",
-                     o->runtime_path) < 0)
+        if (asprintf(
+                    &s,
+                    "# Written by gpu-cli setup containerd; `gpu-cli setup containerd --undo` removes it.\n"
+                    "# containerd 1.x reads it only when config.toml has imports = [\"/etc/containerd/conf.d/*.toml\"].\n"
+                    "version = 2\n"
+                    "\n"
+                    "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpu]\n"
+                    "  runtime_type = \"io.containerd.runc.v2\"\n"
+                    "\n"
+                    "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpu.options]\n"
+                    "  BinaryName = \"%s\"\n",
+                    o->runtime_path) < 0)
                 return NULL;
         return s;
 }
@@ -306,10 +309,10 @@ static char *crio_text(const struct setup_opts *o)
 
 static char *hooksd_text(const struct setup_opts *o)
 {
-        _cleanup_json_ json_t *j = json_pack("{s:s, s:{s:s, s:[s,s], s:[s]}, s:{s:b}, s:[s]}", "version", "1.0.0", "hook",
-                                             "path", o->hook_path, "args", "gpu-hook", "createRuntime", "env",
-                                             "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "when", "always", 1, "stages",
-                                             "createRuntime");
+        _cleanup_json_ json_t *j =
+                json_pack("{s:s, s:{s:s, s:[s,s], s:[s]}, s:{s:b}, s:[s]}", "version", "1.0.0", "hook", "path",
+                          o->hook_path, "args", "gpu-hook", "createRuntime", "env",
+                          "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "when", "always", 1, "stages", "createRuntime");
         char *dump = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL, *s = NULL;
 
         if (dump != NULL && asprintf(&s, "%s\n", dump) < 0)
@@ -410,11 +413,16 @@ static int apply(const struct change *c, gh_error_t *err)
 static int parse(int argc, char **argv, struct setup_opts *o)
 {
         static const struct option opts[] = {
-                { "config", required_argument, NULL, 'c' },    { "hooks-dir", required_argument, NULL, 'H' },
-                { "hook-link", required_argument, NULL, 'l' }, { "runtime-path", required_argument, NULL, 'R' },
-                { "hook-path", required_argument, NULL, 'P' }, { "default", no_argument, NULL, 'D' },
-                { "dry-run", no_argument, NULL, 'n' },         { "undo", no_argument, NULL, 'u' },
-                { "help", no_argument, NULL, 'h' },            { NULL, 0, NULL, 0 },
+                { "config", required_argument, NULL, 'c' },
+                { "hooks-dir", required_argument, NULL, 'H' },
+                { "hook-link", required_argument, NULL, 'l' },
+                { "runtime-path", required_argument, NULL, 'R' },
+                { "hook-path", required_argument, NULL, 'P' },
+                { "default", no_argument, NULL, 'D' },
+                { "dry-run", no_argument, NULL, 'n' },
+                { "undo", no_argument, NULL, 'u' },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
         };
         int c;
 
@@ -439,7 +447,8 @@ static int parse(int argc, char **argv, struct setup_opts *o)
         o->engine = argv[optind];
         if (strcmp(o->engine, "docker") != 0 && strcmp(o->engine, "containerd") != 0 &&
             strcmp(o->engine, "crio") != 0 && strcmp(o->engine, "podman") != 0) {
-                fprintf(stderr, "gpu-cli setup: unknown engine '%s'; use docker, containerd, crio or podman\n", o->engine);
+                fprintf(stderr, "gpu-cli setup: unknown engine '%s'; use docker, containerd, crio or podman\n",
+                        o->engine);
                 return -1;
         }
         const char *paths[] = { o->config, o->hooks_dir, o->runtime_path, o->hook_path,

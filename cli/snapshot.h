@@ -19,11 +19,11 @@ struct cli_usage_opts {
 };
 
 /* The long options every usage command takes ('S' --state-dir, 'T' --timeout). */
-#define CLI_USAGE_OPTIONS \
+#define CLI_USAGE_OPTIONS                                                                                              \
         { "state-dir", required_argument, NULL, 'S' }, { "timeout", required_argument, NULL, 'T' }
-#define CLI_USAGE_HELP \
-        "  --state-dir=DIR   also look for container ids in this runtime state directory (runc --root);\n" \
-        "                    /run/runc, /run/crun, Docker's and containerd's are searched anyway\n" \
+#define CLI_USAGE_HELP                                                                                                 \
+        "  --state-dir=DIR   also look for container ids in this runtime state directory (runc --root);\n"             \
+        "                    /run/runc, /run/crun, Docker's and containerd's are searched anyway\n"                    \
         "  --timeout=SECONDS how long to wait for each NVML answer (default 5)\n"
 
 /* Handles 'S' and 'T'; returns 0, or CLI_EXIT_USAGE after a message. */

@@ -13,6 +13,8 @@ GH_DEPS=(
         libmicrohttpd-dev prometheus tmux
         libvulkan-dev libegl-dev libgles-dev
         docker.io containerd scdoc debhelper dpkg-dev rpcsvc-proto man-db
+        python3-jsonschema golang-github-container-orchestrated-devices-container-device-interface-dev
+        clang-format
 )
 
 # Packages of GH_DEPS that are not installed.  Safe under `set -euo pipefail`: dpkg-query exits 1

@@ -12,11 +12,10 @@
 /* The only environment anything the hook runs gets (docs/threat-model.md#rule-4). */
 #define GH_HOOK_CHILD_PATH "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
 
-
 /* Builds the `gpu-cli ... configure --pid=PID <request> ROOTFS` argv (NULL-terminated; free with
  * gh_strvfreep).  debug overrides cfg->cli.debug when not NULL. */
-char **gh_hook_configure_argv(const struct gh_config *cfg, const struct gh_request *req, pid_t pid,
-                              const char *rootfs, const char *debug, gh_error_t *err);
+char **gh_hook_configure_argv(const struct gh_config *cfg, const struct gh_request *req, pid_t pid, const char *rootfs,
+                              const char *debug, gh_error_t *err);
 
 /* Runs argv[0] with GH_HOOK_CHILD_PATH as its whole environment, stdin from /dev/null, no fd but
  * 0-2, default signal handling; its stderr is copied to ours as it comes.  Returns its exit status

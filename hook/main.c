@@ -104,7 +104,8 @@ static int parse_args(int argc, char **argv, struct options *o)
                 }
         }
         if (o->stage == NULL && !o->dry_run) {
-                fprintf(stderr, "gpu-hook: no stage given; use createRuntime or prestart (hooks.d: put it in \"args\")\n");
+                fprintf(stderr,
+                        "gpu-hook: no stage given; use createRuntime or prestart (hooks.d: put it in \"args\")\n");
                 return -1;
         }
         return 0;
@@ -144,7 +145,8 @@ static int run(const struct options *o, struct gh_config *cfg, struct gh_hooklog
                 goto out;
 
         if (o->dry_run) {
-                _cleanup_free_ char *s = log->decision ? json_dumps(log->decision, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+                _cleanup_free_ char *s =
+                        log->decision ? json_dumps(log->decision, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
                 if (s == NULL) {
                         r = gh_err(err, ENOMEM, "printing the decision");
                         goto out;
@@ -159,7 +161,8 @@ static int run(const struct options *o, struct gh_config *cfg, struct gh_hooklog
                 goto out;
         }
         if (state.pid <= 0) {
-                r = gh_err(err, 0, "the OCI state has no container pid; gpu-hook must run as a createRuntime or prestart hook");
+                r = gh_err(err, 0,
+                           "the OCI state has no container pid; gpu-hook must run as a createRuntime or prestart hook");
                 goto out;
         }
         argv = gh_hook_configure_argv(cfg, &req, state.pid, spec.rootfs, o->debug, err);

@@ -20,15 +20,16 @@
 #include "hook.h"
 #include "mps.h"
 
-char **gh_hook_configure_argv(const struct gh_config *cfg, const struct gh_request *req, pid_t pid,
-                              const char *rootfs, const char *debug, gh_error_t *err)
+char **gh_hook_configure_argv(const struct gh_config *cfg, const struct gh_request *req, pid_t pid, const char *rootfs,
+                              const char *debug, gh_error_t *err)
 {
         _cleanup_strv_ char **v = NULL;
         size_t n = 0;
 
         if (debug == NULL)
                 debug = cfg->cli.debug;
-        if (gh_argv_add(&v, &n, err, "%s", cfg->cli.path) < 0 || gh_argv_add(&v, &n, err, "--root=%s", cfg->cli.root) < 0 ||
+        if (gh_argv_add(&v, &n, err, "%s", cfg->cli.path) < 0 ||
+            gh_argv_add(&v, &n, err, "--root=%s", cfg->cli.root) < 0 ||
             (cfg->cli.ldcache && gh_argv_add(&v, &n, err, "--ldcache=%s", cfg->cli.ldcache) < 0) ||
             (debug && (gh_argv_add(&v, &n, err, "--debug=%s", debug) < 0 ||
                        gh_argv_add(&v, &n, err, "--log-format=json") < 0)) ||

@@ -61,11 +61,15 @@ int gh_capability_parse(const char *list, unsigned supported, unsigned *mask, gh
                 }
                 bit = gh_capability_from_name(item);
                 if (bit == 0)
-                        return gh_err(err, 0,
-                                      "unknown driver capability '%s'; use a comma list of compute, compat32, display, graphics, ngx, utility, video, or all",
-                                      item);
+                        return gh_err(
+                                err, 0,
+                                "unknown driver capability '%s'; use a comma list of compute, compat32, display, graphics, ngx, utility, video, or all",
+                                item);
                 if (!(bit & supported))
-                        return gh_err(err, 0, "driver capability '%s' is not supported by this host's configuration (supported-driver-capabilities)", item);
+                        return gh_err(
+                                err, 0,
+                                "driver capability '%s' is not supported by this host's configuration (supported-driver-capabilities)",
+                                item);
                 m |= bit;
         }
         *mask = m;

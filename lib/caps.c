@@ -43,16 +43,17 @@ static const struct {
         const char *name;
         cap_value_t caps[8];
 } phases[GH_PHASE_COUNT] = {
-        [GH_PHASE_DISCOVER] = { "discover", { CAP_DAC_READ_SEARCH, CAP_SYS_CHROOT, CAP_SETUID, CAP_SETGID,
-                                              CAP_SETPCAP, CAP_KILL, GH_CAP_END } },
-        [GH_PHASE_ENTER] = { "enter", { CAP_SYS_ADMIN, CAP_SYS_CHROOT, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH,
-                                        GH_CAP_END } },
-        [GH_PHASE_MOUNT] = { "mount", { CAP_SYS_ADMIN, CAP_MKNOD, CAP_CHOWN, CAP_FOWNER, CAP_DAC_OVERRIDE,
-                                        GH_CAP_END } },
+        [GH_PHASE_DISCOVER] = { "discover",
+                                { CAP_DAC_READ_SEARCH, CAP_SYS_CHROOT, CAP_SETUID, CAP_SETGID, CAP_SETPCAP, CAP_KILL,
+                                  GH_CAP_END } },
+        [GH_PHASE_ENTER] = { "enter",
+                             { CAP_SYS_ADMIN, CAP_SYS_CHROOT, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH, GH_CAP_END } },
+        [GH_PHASE_MOUNT] = { "mount",
+                             { CAP_SYS_ADMIN, CAP_MKNOD, CAP_CHOWN, CAP_FOWNER, CAP_DAC_OVERRIDE, GH_CAP_END } },
         [GH_PHASE_CGROUP] = { "cgroup", { CAP_SYS_ADMIN, CAP_BPF, CAP_NET_ADMIN, CAP_DAC_OVERRIDE, GH_CAP_END } },
         [GH_PHASE_LDCACHE] = { "ldcache", { CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_CHOWN, GH_CAP_END } },
-        [GH_PHASE_LDCONFIG] = { "ldconfig", { CAP_SYS_ADMIN, CAP_SETPCAP, CAP_SETUID, CAP_SETGID, CAP_KILL,
-                                              GH_CAP_END } },
+        [GH_PHASE_LDCONFIG] = { "ldconfig",
+                                { CAP_SYS_ADMIN, CAP_SETPCAP, CAP_SETUID, CAP_SETGID, CAP_KILL, GH_CAP_END } },
         [GH_PHASE_DONE] = { "done", { GH_CAP_END } },
 };
 
@@ -146,7 +147,8 @@ static int shrink_bounding(uint64_t keep, gh_error_t *err)
                         continue;
                 if (cap_drop_bound(c) < 0) {
                         char name[32];
-                        return gh_err(err, errno, "dropping %s from the bounding set", cap_label(c, name, sizeof(name)));
+                        return gh_err(err, errno, "dropping %s from the bounding set",
+                                      cap_label(c, name, sizeof(name)));
                 }
         }
         return 0;
@@ -171,10 +173,7 @@ static void clear_ambient(void)
         (void) prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 }
 
-int gh_caps_init(gh_error_t *err)
-{
-        return gh_caps_init_phases(GH_PHASES_ALL, err);
-}
+int gh_caps_init(gh_error_t *err) { return gh_caps_init_phases(GH_PHASES_ALL, err); }
 
 int gh_caps_init_phases(unsigned which, gh_error_t *err)
 {
@@ -221,10 +220,7 @@ int gh_caps_enter(enum gh_phase phase, gh_error_t *err)
         return 0;
 }
 
-int gh_caps_drop_all(gh_error_t *err)
-{
-        return gh_caps_drop_all_as((uid_t) -1, (gid_t) -1, err);
-}
+int gh_caps_drop_all(gh_error_t *err) { return gh_caps_drop_all_as((uid_t) -1, (gid_t) -1, err); }
 
 int gh_caps_drop_all_as(uid_t uid, gid_t gid, gh_error_t *err)
 {

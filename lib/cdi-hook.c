@@ -64,7 +64,8 @@ static int check_container_namespace(pid_t pid, int rootfd, const char *rootfs, 
                 return gh_err(err, errno, "reading our mount namespace");
         cproc = gh_resolve(rootfd, "/proc", O_RDONLY | O_DIRECTORY, &e);
         if (cproc < 0 || fstatfs(cproc, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC)
-                return gh_err(err, EPERM, "not in the container's mount namespace (its /proc is not mounted here): %s", where);
+                return gh_err(err, EPERM, "not in the container's mount namespace (its /proc is not mounted here): %s",
+                              where);
         snprintf(path, sizeof(path), "%d/ns/mnt", pid > 0 ? (int) pid : 1);
         if (same_ns(cproc, path, &self))
                 return 0;
@@ -91,7 +92,8 @@ static int plan_proc_gpus(struct gh_plan *plan, int droot, const struct gh_oci_s
         for (size_t g = 0; g < gpus.n; g++)
                 for (size_t i = 0; i < spec->n_devices; i++) {
                         const struct gh_oci_device *d = &spec->devices[i];
-                        if (d->type == 'c' && d->major == GH_NVIDIA_MAJOR && d->minor == (long long) gpus.gpus[g].minor) {
+                        if (d->type == 'c' && d->major == GH_NVIDIA_MAJOR &&
+                            d->minor == (long long) gpus.gpus[g].minor) {
                                 if (gh_plan_add_proc_gpu(plan, gpus.gpus[g].busid, err) < 0)
                                         return -1;
                                 break;
@@ -100,8 +102,8 @@ static int plan_proc_gpus(struct gh_plan *plan, int droot, const struct gh_oci_s
         return 0;
 }
 
-static int build_plan(struct gh_plan *plan, const struct gh_cdi_hook_opts *o, int droot,
-                      const struct gh_oci_spec *spec, gh_error_t *err)
+static int build_plan(struct gh_plan *plan, const struct gh_cdi_hook_opts *o, int droot, const struct gh_oci_spec *spec,
+                      gh_error_t *err)
 {
         for (size_t i = 0; i < o->nlinks; i++)
                 if (gh_plan_add_symlink(plan, o->links[i].b, o->links[i].a, true, err) < 0)
@@ -142,7 +144,8 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
                 gh_err_wrap(err, "container root");
                 goto out;
         }
-        if (gh_caps_enter(GH_PHASE_ENTER, err) < 0 || check_container_namespace(state.pid, rootfd, spec.rootfs, err) < 0 ||
+        if (gh_caps_enter(GH_PHASE_ENTER, err) < 0 ||
+            check_container_namespace(state.pid, rootfd, spec.rootfs, err) < 0 ||
             gh_caps_enter(GH_PHASE_DISCOVER, err) < 0)
                 goto out;
         droot = gh_rootfs_open(o->root, err);
@@ -159,18 +162,17 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
                 gh_err_wrap(err, "container %s", spec.rootfs);
                 goto out;
         }
-        if (plan.nlibs > 0 && (gh_caps_enter(GH_PHASE_LDCACHE, err) < 0 ||
-                               gh_ldcache_update(&plan, rootfd, AT_FDCWD, err) < 0))
+        if (plan.nlibs > 0 &&
+            (gh_caps_enter(GH_PHASE_LDCACHE, err) < 0 || gh_ldcache_update(&plan, rootfd, AT_FDCWD, err) < 0))
                 goto out;
-        gh_debug("cdi-hook: %zu links, %zu libraries in the ld cache, /proc/driver/nvidia %s (%zu GPUs) in %s", o->nlinks,
-                 plan.nlibs, o->mask_proc ? "masked" : "untouched", plan.nproc_gpus, spec.rootfs);
+        gh_debug("cdi-hook: %zu links, %zu libraries in the ld cache, /proc/driver/nvidia %s (%zu GPUs) in %s",
+                 o->nlinks, plan.nlibs, o->mask_proc ? "masked" : "untouched", plan.nproc_gpus, spec.rootfs);
         ret = 0;
-out:
-        {
-                gh_error_t e = NULL;
-                gh_caps_enter(GH_PHASE_DONE, &e);
-                gh_error_free(&e);
-        }
+out : {
+        gh_error_t e = NULL;
+        gh_caps_enter(GH_PHASE_DONE, &e);
+        gh_error_free(&e);
+}
         gh_plan_free(&plan);
         gh_oci_spec_free(&spec);
         gh_oci_state_free(&state);

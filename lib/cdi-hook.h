@@ -23,15 +23,15 @@ struct gh_cdi_pair {
 };
 
 struct gh_cdi_hook_opts {
-        const char *root;    /* driver root, "/" by default: where /proc/driver/nvidia is read */
-        int state_fd;        /* the OCI state (stdin) */
+        const char *root;          /* driver root, "/" by default: where /proc/driver/nvidia is read */
+        int state_fd;              /* the OCI state (stdin) */
         struct gh_cdi_pair *links; /* a = target, b = link path in the container */
         size_t nlinks;
-        struct gh_cdi_pair *libs;  /* a = SONAME, b = container path; 64-bit */
+        struct gh_cdi_pair *libs; /* a = SONAME, b = container path; 64-bit */
         size_t nlibs;
         struct gh_cdi_pair *libs32; /* the same, i386 */
         size_t nlibs32;
-        bool mask_proc;      /* mask /proc/driver/nvidia, showing the GPUs in config.json's linux.devices */
+        bool mask_proc; /* mask /proc/driver/nvidia, showing the GPUs in config.json's linux.devices */
 };
 
 /* Splits "A::B" (both parts non-empty, B an absolute path when b_abs).  Returns -1 with a message

@@ -29,15 +29,9 @@ struct cdi_ctx {
         struct gh_plan common; /* the plan without any GPU: control nodes, files, links, libraries */
 };
 
-static bool is_alnum(char c)
-{
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
+static bool is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 
-static bool is_letter(char c)
-{
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
+static bool is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
 /* CDI's rules: a letter first, an alphanumeric last, in between alphanumerics and `extra`. */
 static bool valid_name(const char *s, const char *extra)
@@ -55,13 +49,15 @@ static bool valid_name(const char *s, const char *extra)
 int gh_cdi_check_kind(const char *vendor, const char *class_, gh_error_t *err)
 {
         if (!valid_name(vendor, "_-."))
-                return gh_err(err, EINVAL,
-                              "invalid vendor '%s': a letter first, then letters, digits, '_', '-' or '.', ending in a letter or digit (e.g. nvidia.com)",
-                              vendor);
+                return gh_err(
+                        err, EINVAL,
+                        "invalid vendor '%s': a letter first, then letters, digits, '_', '-' or '.', ending in a letter or digit (e.g. nvidia.com)",
+                        vendor);
         if (!valid_name(class_, "_-"))
-                return gh_err(err, EINVAL,
-                              "invalid class '%s': a letter first, then letters, digits, '_' or '-', ending in a letter or digit (e.g. gpu)",
-                              class_);
+                return gh_err(
+                        err, EINVAL,
+                        "invalid class '%s': a letter first, then letters, digits, '_' or '-', ending in a letter or digit (e.g. gpu)",
+                        class_);
         return 0;
 }
 
@@ -80,10 +76,7 @@ static int set_new(json_t *obj, const char *key, json_t *v)
         return v == NULL ? -1 : json_object_set_new(obj, key, v);
 }
 
-static int append_new(json_t *arr, json_t *v)
-{
-        return v == NULL ? -1 : json_array_append_new(arr, v);
-}
+static int append_new(json_t *arr, json_t *v) { return v == NULL ? -1 : json_array_append_new(arr, v); }
 
 static json_t *device_node(const struct cdi_ctx *c, const struct gh_item *it, gh_error_t *err)
 {
@@ -98,8 +91,9 @@ static json_t *device_node(const struct cdi_ctx *c, const struct gh_item *it, gh
         }
         if (fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode) || st.st_rdev != it->rdev) {
                 json_decref(d);
-                gh_err(err, errno ? errno : EINVAL, "device node %s is not the character device %u:%u it was a moment ago",
-                       it->src, major(it->rdev), minor(it->rdev));
+                gh_err(err, errno ? errno : EINVAL,
+                       "device node %s is not the character device %u:%u it was a moment ago", it->src, major(it->rdev),
+                       minor(it->rdev));
                 return NULL;
         }
         host_path(c->o->root, it->src, hp, sizeof(hp));
@@ -191,7 +185,8 @@ static json_t *hook(const struct cdi_ctx *c)
                     arg_add(args, "link", p->items[i].target, p->items[i].dst) < 0)
                         goto fail;
         for (size_t i = 0; i < p->nlibs; i++)
-                if (arg_add(args, p->libs[i].compat32 ? "library32" : "library", p->libs[i].soname, p->libs[i].path) < 0)
+                if (arg_add(args, p->libs[i].compat32 ? "library32" : "library", p->libs[i].soname, p->libs[i].path) <
+                    0)
                         goto fail;
         if (p->mask_proc && append_new(args, json_string("--mask-proc")) < 0)
                 goto fail;
@@ -367,7 +362,7 @@ static bool edits_need_050(json_t *edits)
         json_t *nodes = json_object_get(edits, "deviceNodes"), *n;
         size_t i;
 
-        json_array_foreach(nodes, i, n) {
+        json_array_foreach (nodes, i, n) {
                 json_t *hp = json_object_get(n, "hostPath");
                 if (json_is_string(hp) && json_string_length(hp) > 0)
                         return true;
@@ -380,7 +375,7 @@ static bool edits_need_040(json_t *edits)
         json_t *mounts = json_object_get(edits, "mounts"), *m;
         size_t i;
 
-        json_array_foreach(mounts, i, m) {
+        json_array_foreach (mounts, i, m) {
                 json_t *t = json_object_get(m, "type");
                 if (json_is_string(t) && json_string_length(t) > 0)
                         return true;
@@ -395,7 +390,7 @@ const char *gh_cdi_min_version(json_t *spec)
         bool v040 = edits_need_040(json_object_get(spec, "containerEdits"));
         size_t i;
 
-        json_array_foreach(devices, i, d) {
+        json_array_foreach (devices, i, d) {
                 const char *name = json_string_value(json_object_get(d, "name"));
                 /* 0.5.0 allowed a device name to start with a digit */
                 v050 |= name != NULL && name[0] >= '0' && name[0] <= '9';
@@ -418,17 +413,14 @@ static bool differ(char **why, const char *fmt, ...)
 }
 
 /* json_equal() says NULL differs from NULL: an absent member equals an absent member here. */
-static bool same(json_t *a, json_t *b)
-{
-        return (a == NULL && b == NULL) || json_equal(a, b);
-}
+static bool same(json_t *a, json_t *b) { return (a == NULL && b == NULL) || json_equal(a, b); }
 
 static json_t *find_by(json_t *arr, const char *key, const char *value)
 {
         json_t *v;
         size_t i;
 
-        json_array_foreach(arr, i, v) {
+        json_array_foreach (arr, i, v) {
                 const char *s = json_string_value(json_object_get(v, key));
                 if (s != NULL && strcmp(s, value) == 0)
                         return v;
@@ -442,7 +434,7 @@ static bool same_keyed(json_t *want, json_t *have, const char *key, const char *
         json_t *v;
         size_t i;
 
-        json_array_foreach(want, i, v) {
+        json_array_foreach (want, i, v) {
                 const char *id = json_string_value(json_object_get(v, key));
                 json_t *h = find_by(have, key, id ? id : "");
                 if (h == NULL)
@@ -450,7 +442,7 @@ static bool same_keyed(json_t *want, json_t *have, const char *key, const char *
                 if (!same(v, h))
                         return differ(why, "%s%s '%s' differs", where, what, id ? id : "?");
         }
-        json_array_foreach(have, i, v) {
+        json_array_foreach (have, i, v) {
                 const char *id = json_string_value(json_object_get(v, key));
                 if (find_by(want, key, id ? id : "") == NULL)
                         return differ(why, "%s%s '%s' is not in the driver any more", where, what, id ? id : "?");
@@ -464,19 +456,20 @@ static bool same_edits(json_t *want, json_t *have, const char *where, char **why
 
         if (!same_keyed(json_object_get(want, "deviceNodes"), json_object_get(have, "deviceNodes"), "path",
                         "device node", where, why) ||
-            !same_keyed(json_object_get(want, "mounts"), json_object_get(have, "mounts"), "containerPath", "mount", where,
-                        why))
+            !same_keyed(json_object_get(want, "mounts"), json_object_get(have, "mounts"), "containerPath", "mount",
+                        where, why))
                 return false;
         if (!same(json_object_get(want, "env"), json_object_get(have, "env")))
                 return differ(why, "%sthe environment differs", where);
         if (json_array_size(wh) != json_array_size(hh))
                 return differ(why, "%sthe number of hooks differs", where);
         for (size_t i = 0; i < json_array_size(wh); i++) {
-                json_t *wa = json_object_get(json_array_get(wh, i), "args"), *ha = json_object_get(json_array_get(hh, i), "args");
+                json_t *wa = json_object_get(json_array_get(wh, i), "args"),
+                       *ha = json_object_get(json_array_get(hh, i), "args");
                 for (size_t k = 0; k < json_array_size(wa); k++)
                         if (!same(json_array_get(wa, k), json_array_get(ha, k)))
                                 return differ(why, "%shook argument '%s' differs", where,
-                                                json_string_value(json_array_get(wa, k)) ?: "?");
+                                              json_string_value(json_array_get(wa, k)) ?: "?");
                 if (!same(json_array_get(wh, i), json_array_get(hh, i)))
                         return differ(why, "%sthe hook differs", where);
         }
@@ -492,19 +485,19 @@ bool gh_cdi_same(json_t *want, json_t *have, char **why)
         if (!same(json_object_get(want, "kind"), json_object_get(have, "kind")))
                 return differ(why, "its kind is not %s", json_string_value(json_object_get(want, "kind")));
         /* Devices that came or went first: they say the most about what changed. */
-        json_array_foreach(wd, i, v) {
+        json_array_foreach (wd, i, v) {
                 const char *name = json_string_value(json_object_get(v, "name"));
                 if (find_by(hd, "name", name) == NULL)
                         return differ(why, "device '%s' is missing (the driver has it now)", name);
         }
-        json_array_foreach(hd, i, v) {
+        json_array_foreach (hd, i, v) {
                 const char *name = json_string_value(json_object_get(v, "name"));
                 if (find_by(wd, "name", name ? name : "") == NULL)
                         return differ(why, "device '%s' is not in the driver any more", name ? name : "?");
         }
         if (!same_edits(json_object_get(want, "containerEdits"), json_object_get(have, "containerEdits"), "", why))
                 return false;
-        json_array_foreach(wd, i, v) {
+        json_array_foreach (wd, i, v) {
                 const char *name = json_string_value(json_object_get(v, "name"));
                 _cleanup_free_ char *where = NULL;
                 if (asprintf(&where, "device '%s': ", name) < 0)

@@ -35,7 +35,7 @@ struct gh_cdi_opts {
         unsigned caps;         /* GH_CAP_* (implications applied here) */
         const char *hook_path; /* absolute path of the gpu-cli the hook runs */
         struct gh_layout layout;
-        uid_t uid;             /* identity of the driver service (NVML, for MIG devices); -1: overflow */
+        uid_t uid; /* identity of the driver service (NVML, for MIG devices); -1: overflow */
         gid_t gid;
 };
 

@@ -28,16 +28,13 @@ struct spliced {
         uint32_t n;
 };
 
-static int sys_bpf(int cmd, union bpf_attr *attr)
-{
-        return (int) syscall(__NR_bpf, cmd, attr, sizeof(*attr));
-}
+static int sys_bpf(int cmd, union bpf_attr *attr) { return (int) syscall(__NR_bpf, cmd, attr, sizeof(*attr)); }
 
 static uint64_t ptr(const void *p) { return (uint64_t) (uintptr_t) p; }
 
 static struct bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
 {
-        return (struct bpf_insn){ .code = code, .dst_reg = dst, .src_reg = src, .off = off, .imm = imm };
+        return (struct bpf_insn) { .code = code, .dst_reg = dst, .src_reg = src, .off = off, .imm = imm };
 }
 
 /* Returns the ids of the programs attached to the cgroup itself (effective = false) or applying
@@ -73,10 +70,7 @@ static int query(int cgfd, bool effective, uint32_t **ids, uint32_t *cnt, uint32
 }
 
 /* bpf needs a real fd for the cgroup (older kernels refuse O_PATH ones). */
-static int reopen_dir(int cgfd)
-{
-        return openat(cgfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-}
+static int reopen_dir(int cgfd) { return openat(cgfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); }
 
 int gh_cgroup_bpf_count(int cgfd, unsigned *flags, gh_error_t *err)
 {
@@ -113,8 +107,10 @@ static int read_prog(struct spliced *p, gh_error_t *err)
                 return gh_err(err, 0, "program %u attached as a device filter has type %u", p->id, info.type);
         len = info.xlated_prog_len;
         if (len == 0 || len % sizeof(struct bpf_insn) != 0)
-                return gh_err(err, 0, "the kernel did not give back the instructions of device program %u "
-                              "(needs CAP_SYS_ADMIN)", p->id);
+                return gh_err(err, 0,
+                              "the kernel did not give back the instructions of device program %u "
+                              "(needs CAP_SYS_ADMIN)",
+                              p->id);
         p->insns = calloc(1, len);
         if (p->insns == NULL)
                 return gh_err(err, ENOMEM, "reading device program %u", p->id);
@@ -143,15 +139,21 @@ static int check_reloadable(const struct spliced *p, gh_error_t *err)
                 uint8_t cls = BPF_CLASS(in->code);
 
                 if (in->dst_reg > BPF_REG_10 || in->src_reg > BPF_REG_10)
-                        return gh_err(err, 0, "device program %u uses an internal register (constant blinding?): "
-                                      "cannot extend it; set net.core.bpf_jit_harden=0 or use --no-cgroups", p->id);
+                        return gh_err(err, 0,
+                                      "device program %u uses an internal register (constant blinding?): "
+                                      "cannot extend it; set net.core.bpf_jit_harden=0 or use --no-cgroups",
+                                      p->id);
                 if ((cls == BPF_JMP || cls == BPF_JMP32) && BPF_OP(in->code) == BPF_CALL)
-                        return gh_err(err, 0, "device program %u calls a helper or subprogram at instruction %u: "
-                                      "cannot extend it faithfully; allow the devices in the runtime instead", p->id, i);
+                        return gh_err(err, 0,
+                                      "device program %u calls a helper or subprogram at instruction %u: "
+                                      "cannot extend it faithfully; allow the devices in the runtime instead",
+                                      p->id, i);
                 if (in->code == (BPF_LD | BPF_IMM | BPF_DW)) {
                         if (in->src_reg != 0)
-                                return gh_err(err, 0, "device program %u uses a BPF map at instruction %u: cannot "
-                                              "extend it faithfully; allow the devices in the runtime instead", p->id, i);
+                                return gh_err(err, 0,
+                                              "device program %u uses a BPF map at instruction %u: cannot "
+                                              "extend it faithfully; allow the devices in the runtime instead",
+                                              p->id, i);
                         i++;
                 }
         }
@@ -161,7 +163,8 @@ static int check_reloadable(const struct spliced *p, gh_error_t *err)
 /* Our rules, then the runtime's code.  The prologue only writes r0, r2-r5, which the runtime's
  * code cannot expect anything of (the verifier made it initialise them itself), and leaves r1 = ctx,
  * so the original code runs as if entered directly.  Jumps inside it stay valid: we only prepend. */
-static struct bpf_insn *build_program(const struct gh_dev_rule *rules, size_t n, const struct spliced *p, uint32_t *total)
+static struct bpf_insn *build_program(const struct gh_dev_rule *rules, size_t n, const struct spliced *p,
+                                      uint32_t *total)
 {
         size_t head = PROLOGUE_HEAD + n * PER_RULE, k = 0;
         struct bpf_insn *out = calloc(head + p->n, sizeof(*out));
@@ -170,8 +173,8 @@ static struct bpf_insn *build_program(const struct gh_dev_rule *rules, size_t n,
                 return NULL;
         out[k++] = insn(BPF_LDX | BPF_W | BPF_MEM, BPF_REG_2, BPF_REG_1, 0, 0); /* access_type */
         out[k++] = insn(BPF_ALU | BPF_MOV | BPF_X, BPF_REG_3, BPF_REG_2, 0, 0);
-        out[k++] = insn(BPF_ALU | BPF_AND | BPF_K, BPF_REG_3, 0, 0, 0xffff); /* r3 = device type */
-        out[k++] = insn(BPF_ALU | BPF_RSH | BPF_K, BPF_REG_2, 0, 0, 16);     /* r2 = access bits */
+        out[k++] = insn(BPF_ALU | BPF_AND | BPF_K, BPF_REG_3, 0, 0, 0xffff);    /* r3 = device type */
+        out[k++] = insn(BPF_ALU | BPF_RSH | BPF_K, BPF_REG_2, 0, 0, 16);        /* r2 = access bits */
         out[k++] = insn(BPF_LDX | BPF_W | BPF_MEM, BPF_REG_4, BPF_REG_1, 4, 0); /* major */
         out[k++] = insn(BPF_LDX | BPF_W | BPF_MEM, BPF_REG_5, BPF_REG_1, 8, 0); /* minor */
         for (size_t i = 0; i < n; i++) {

@@ -145,7 +145,8 @@ int gh_cgroup_find_mount(FILE *mountinfo, enum gh_cgroup_version version, const 
                 best_rel = r;
         }
         if (best == NULL)
-                return gh_err(err, 0, "no cgroup%s %s hierarchy holding %s is mounted here (call from the host mount "
+                return gh_err(err, 0,
+                              "no cgroup%s %s hierarchy holding %s is mounted here (call from the host mount "
                               "namespace)",
                               version == GH_CGROUP_V1 ? " v1" : "2", version == GH_CGROUP_V1 ? "devices" : "unified",
                               cgpath);
@@ -200,8 +201,7 @@ static int open_cgroup(enum gh_cgroup_version v, const char *cgpath, struct gh_c
         /* A mount on top of a cgroup directory would send our writes elsewhere. */
         if (fstat(mntfd, &mst) < 0 || fstat(fd, &st) < 0 || fstatfs(fd, &sfs) < 0)
                 return gh_err(err, errno, "checking cgroup %s%s", mnt, cgpath);
-        if (st.st_dev != mst.st_dev ||
-            sfs.f_type != (v == GH_CGROUP_V1 ? CGROUP_SUPER_MAGIC : CGROUP2_SUPER_MAGIC))
+        if (st.st_dev != mst.st_dev || sfs.f_type != (v == GH_CGROUP_V1 ? CGROUP_SUPER_MAGIC : CGROUP2_SUPER_MAGIC))
                 return gh_err(err, 0, "%s/%s is not a cgroup%s directory of the mount %s", mnt, rel,
                               v == GH_CGROUP_V1 ? " v1" : "2", mnt);
         if (asprintf(&cg->path, "%s%s%s", mnt, *rel ? "/" : "", rel) < 0)
@@ -233,7 +233,8 @@ int gh_cgroup_find(pid_t pid, enum gh_cgroup_version want, struct gh_cgroup *cg,
         if (want == GH_CGROUP_AUTO)
                 want = v1 ? GH_CGROUP_V1 : GH_CGROUP_V2;
         if ((want == GH_CGROUP_V1 ? v1 : v2) == NULL)
-                return gh_err(err, 0, "finding the device cgroup: process %d is in no %s (%s); use --no-cgroups if "
+                return gh_err(err, 0,
+                              "finding the device cgroup: process %d is in no %s (%s); use --no-cgroups if "
                               "the runtime does not confine devices",
                               (int) pid, want == GH_CGROUP_V1 ? "cgroup v1 devices hierarchy" : "cgroup2 hierarchy",
                               proc);
@@ -281,8 +282,7 @@ static unsigned parse_access(const char *s)
 /* Reads devices.list.  Returns 1 when the cgroup allows by default ("a *:* rwm": the kernel then
  * hides its deny exceptions), else 0 and, in before[i], the access the exact exception for rule i
  * already had, so that a rollback takes back only what we added. */
-static int read_devices_list(int dirfd, const struct gh_dev_rule *rules, size_t n, unsigned *before,
-                             gh_error_t *err)
+static int read_devices_list(int dirfd, const struct gh_dev_rule *rules, size_t n, unsigned *before, gh_error_t *err)
 {
         _cleanup_close_ int fd = openat(dirfd, "devices.list", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         _cleanup_fclose_ FILE *f = NULL;
@@ -346,8 +346,8 @@ static int allow_v1(const struct gh_cgroup *cg, const struct gh_dev_rule *rules,
                 int saved;
 
                 if (write_rule(allow, rules[i].type, rules[i].major, rules[i].minor, "rw") == 0) {
-                        gh_debug("cgroup v1: allowed %c %u:%u rw in %s", rules[i].type, rules[i].major,
-                                 rules[i].minor, cg->path);
+                        gh_debug("cgroup v1: allowed %c %u:%u rw in %s", rules[i].type, rules[i].major, rules[i].minor,
+                                 cg->path);
                         continue;
                 }
                 saved = errno;
@@ -364,8 +364,8 @@ static int allow_v1(const struct gh_cgroup *cg, const struct gh_dev_rule *rules,
                                 gh_warn("cgroup v1: could not take back %c %u:%u %s in %s: %m", rules[j].type,
                                         rules[j].major, rules[j].minor, acc, cg->path);
                 }
-                return gh_err(err, saved, "writing '%c %u:%u rw' to %s/devices.allow%s", rules[i].type,
-                              rules[i].major, rules[i].minor, cg->path,
+                return gh_err(err, saved, "writing '%c %u:%u rw' to %s/devices.allow%s", rules[i].type, rules[i].major,
+                              rules[i].minor, cg->path,
                               saved == EPERM ? " (the parent cgroup does not allow it, or CAP_SYS_ADMIN is missing)"
                                              : "");
         }

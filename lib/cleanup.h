@@ -20,8 +20,16 @@ static inline void gh_closep(int *fd)
                 errno = saved;
         }
 }
-static inline void gh_fclosep(FILE **f) { if (*f) fclose(*f); }
-static inline void gh_closedirp(DIR **d) { if (*d) closedir(*d); }
+static inline void gh_fclosep(FILE **f)
+{
+        if (*f)
+                fclose(*f);
+}
+static inline void gh_closedirp(DIR **d)
+{
+        if (*d)
+                closedir(*d);
+}
 static inline void gh_errorp(gh_error_t *e) { gh_error_free(e); }
 static inline void gh_strvfreep(char ***v)
 {
@@ -40,8 +48,18 @@ static inline void gh_strvfreep(char ***v)
 #define _cleanup_error_ _cleanup_(gh_errorp)
 #define _cleanup_strv_ _cleanup_(gh_strvfreep)
 
-#define TAKE_FD(fd) ({ int _fd_ = (fd); (fd) = -1; _fd_; })
-#define steal_pointer(pp) ({ __typeof__(*(pp)) _p_ = *(pp); *(pp) = NULL; _p_; })
+#define TAKE_FD(fd)                                                                                                    \
+        ({                                                                                                             \
+                int _fd_ = (fd);                                                                                       \
+                (fd) = -1;                                                                                             \
+                _fd_;                                                                                                  \
+        })
+#define steal_pointer(pp)                                                                                              \
+        ({                                                                                                             \
+                __typeof__(*(pp)) _p_ = *(pp);                                                                         \
+                *(pp) = NULL;                                                                                          \
+                _p_;                                                                                                   \
+        })
 
 #define GH_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -112,7 +112,9 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         if (gh_caps_enter(GH_PHASE_MOUNT, err) < 0)
                 goto out;
         if (gh_plan_apply(&plan, rootfd, err) < 0) {
-                gh_err_wrap(err, "cannot inject the driver into this image (check that the path below is a plain directory or file in the image, not a link out of it)");
+                gh_err_wrap(
+                        err,
+                        "cannot inject the driver into this image (check that the path below is a plain directory or file in the image, not a link out of it)");
                 goto out;
         }
         t->mount_us = now_us() - t1;

@@ -21,10 +21,10 @@
 
 struct gh_configure_opts {
         pid_t pid;
-        const char *rootfs;  /* the container's root as a host path; absolute, not "/" */
-        const char *root;    /* driver root, "/" by default */
-        const char *ldcache; /* ld.so.cache of the driver root (inside it), NULL = /etc/ld.so.cache */
-        const char *path;    /* PATH searched for binaries under the driver root, NULL = default */
+        const char *rootfs;           /* the container's root as a host path; absolute, not "/" */
+        const char *root;             /* driver root, "/" by default */
+        const char *ldcache;          /* ld.so.cache of the driver root (inside it), NULL = /etc/ld.so.cache */
+        const char *path;             /* PATH searched for binaries under the driver root, NULL = default */
         const struct gh_request *req; /* what the container asks for */
 };
 

@@ -40,8 +40,9 @@ static const struct {
         const char *prefix;
         const char *runtime;
 } named_scopes[] = {
-        { "docker-", "docker" }, { "cri-containerd-", "containerd" }, { "crio-", "cri-o" },
-        { "libpod-", "podman" }, { "runc-", "runc" },                 { "crun-", "crun" },
+        { "docker-", "docker" }, { "cri-containerd-", "containerd" },
+        { "crio-", "cri-o" },    { "libpod-", "podman" },
+        { "runc-", "runc" },     { "crun-", "crun" },
 };
 
 static bool id_char(char c)
@@ -162,10 +163,10 @@ int gh_cgroup_container(const char *text, size_t len, char runtime[GH_RUNTIME_MA
                         return 1;
                 }
                 size_t ctl = (size_t) (c2 - c1 - 1);
-                int rank = ctl == 0 ? 3
+                int rank = ctl == 0                                               ? 3
                            : ctl == 12 && memcmp(c1 + 1, "name=systemd", 12) == 0 ? 2
-                           : ctl == 7 && memcmp(c1 + 1, "devices", 7) == 0 ? 1
-                                                                            : 0;
+                           : ctl == 7 && memcmp(c1 + 1, "devices", 7) == 0        ? 1
+                                                                                  : 0;
                 if (rank > best_rank) {
                         best = path;
                         best_len = plen;
@@ -294,7 +295,7 @@ static int read_state(const char *dir, const char *runtime, struct gh_container_
         if (runc_format) {
                 json_t *labels = json_object_get(json_object_get(j, "config"), "labels"), *l;
                 size_t i;
-                json_array_foreach(labels, i, l) {
+                json_array_foreach (labels, i, l) {
                         const char *s = json_string_value(l);
                         if (s != NULL && strncmp(s, "bundle=", 7) == 0)
                                 snprintf(out->bundle, sizeof(out->bundle), "%s", s + 7);
@@ -315,7 +316,8 @@ int gh_container_find(const char *id, const char *const *state_roots, struct gh_
 
         memset(out, 0, sizeof(*out));
         if (idlen < 4 || idlen >= GH_CONTAINER_ID_MAX || !take_id(id, idlen, out->id) || id[0] == '.')
-                return gh_err(err, EINVAL, "bad container id '%s'; give the id (or a unique prefix of 4 or more characters)", id);
+                return gh_err(err, EINVAL,
+                              "bad container id '%s'; give the id (or a unique prefix of 4 or more characters)", id);
         while (state_roots != NULL && state_roots[nextra] != NULL)
                 nextra++;
         bool exact = false;
@@ -341,14 +343,17 @@ int gh_container_find(const char *id, const char *const *state_roots, struct gh_
                 }
         }
         if (found == 0)
-                return gh_err(err, ENOENT, "no running container '%s' in the runc, crun, Docker or containerd state "
-                              "directories; pass --state-dir=DIR for another runtime root, or --pid=PID", id);
+                return gh_err(err, ENOENT,
+                              "no running container '%s' in the runc, crun, Docker or containerd state "
+                              "directories; pass --state-dir=DIR for another runtime root, or --pid=PID",
+                              id);
         if (found > 1)
                 return gh_err(err, EINVAL, "container id prefix '%s' is ambiguous; give more characters", id);
         if (read_state(dir, runtime, out, err) < 0)
                 return gh_err_wrap(err, "container %s", out->id);
         if (kill(out->pid, 0) < 0 && errno == ESRCH)
-                return gh_err(err, ESRCH, "container %s is not running (its process %d is gone)", out->id, (int) out->pid);
+                return gh_err(err, ESRCH, "container %s is not running (its process %d is gone)", out->id,
+                              (int) out->pid);
         return 0;
 }
 

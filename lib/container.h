@@ -19,11 +19,11 @@
 #define GH_RUNTIME_MAX 16
 
 struct gh_proc_owner {
-        bool in_container;              /* false: a host process */
-        char runtime[GH_RUNTIME_MAX];   /* "docker", "containerd", "cri-o", "podman", "runc", "crun",
+        bool in_container;            /* false: a host process */
+        char runtime[GH_RUNTIME_MAX]; /* "docker", "containerd", "cri-o", "podman", "runc", "crun",
                                          * "cri" (Kubernetes, runtime unknown), "unknown" */
-        char id[GH_CONTAINER_ID_MAX];   /* "" for host processes */
-        pid_t ns_pid;                   /* PID inside its namespace (the host PID for host processes) */
+        char id[GH_CONTAINER_ID_MAX]; /* "" for host processes */
+        pid_t ns_pid;                 /* PID inside its namespace (the host PID for host processes) */
         char comm[17];
 };
 
@@ -39,13 +39,12 @@ int gh_proc_owner(pid_t pid, const char *const *state_roots, struct gh_proc_owne
 struct gh_container_ref {
         char runtime[GH_RUNTIME_MAX];
         char id[GH_CONTAINER_ID_MAX];
-        pid_t pid;              /* its init process, on the host */
-        char bundle[PATH_MAX];  /* "" when the state does not say */
+        pid_t pid;             /* its init process, on the host */
+        char bundle[PATH_MAX]; /* "" when the state does not say */
 };
 
 /* Finds a running container by id, or by a unique prefix of at least 4 characters, in the default
  * state directories (runc, crun, Docker's and containerd's runc roots) and state_roots. */
-int gh_container_find(const char *id, const char *const *state_roots, struct gh_container_ref *out,
-                      gh_error_t *err);
+int gh_container_find(const char *id, const char *const *state_roots, struct gh_container_ref *out, gh_error_t *err);
 
 #endif

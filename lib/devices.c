@@ -60,8 +60,10 @@ static int add_node(int rootfd, struct gh_device_list *out, const char *path, in
 
         if (fd < 0) {
                 if (required)
-                        return gh_err(err, why->code, "device node %s is missing; is the nvidia kernel module loaded "
-                                      "(nvidia-modprobe creates the nodes)?", path);
+                        return gh_err(err, why->code,
+                                      "device node %s is missing; is the nvidia kernel module loaded "
+                                      "(nvidia-modprobe creates the nodes)?",
+                                      path);
                 gh_debug("skipping device %s: %s", path, why->msg);
                 return 0;
         }
@@ -135,7 +137,8 @@ static int collect(int rootfd, const struct gh_devices_request *req, struct gh_d
         }
         for (size_t i = 0; i < req->nmigs; i++) {
                 const struct gh_devices_mig *m = &req->migs[i];
-                snprintf(path, sizeof(path), "/proc/driver/nvidia/capabilities/gpu%u/mig/gi%u/access", m->gpu_minor, m->gi);
+                snprintf(path, sizeof(path), "/proc/driver/nvidia/capabilities/gpu%u/mig/gi%u/access", m->gpu_minor,
+                         m->gi);
                 if (add_cap(rootfd, out, path, err) < 0)
                         return -1;
                 snprintf(path, sizeof(path), "/proc/driver/nvidia/capabilities/gpu%u/mig/gi%u/ci%u/access",
@@ -155,8 +158,7 @@ static int collect(int rootfd, const struct gh_devices_request *req, struct gh_d
         return 0;
 }
 
-int gh_devices_collect(int rootfd, const struct gh_devices_request *req, struct gh_device_list *out,
-                       gh_error_t *err)
+int gh_devices_collect(int rootfd, const struct gh_devices_request *req, struct gh_device_list *out, gh_error_t *err)
 {
         *out = (struct gh_device_list) { 0 };
         if (collect(rootfd, req, out, err) < 0) {

@@ -51,8 +51,7 @@ struct gh_device_list {
         size_t n, cap;
 };
 
-int gh_devices_collect(int rootfd, const struct gh_devices_request *req, struct gh_device_list *out,
-                       gh_error_t *err);
+int gh_devices_collect(int rootfd, const struct gh_devices_request *req, struct gh_device_list *out, gh_error_t *err);
 void gh_device_list_free(struct gh_device_list *list);
 
 /* Reads `DeviceFileMinor: N` from a proc/driver/nvidia/capabilities/.../access file in the root. */

@@ -110,27 +110,32 @@ static void check_devices(const struct gh_plan *plan, int crootfd, pid_t pid, st
                 n++;
                 if (have_cg && open_as_container(&cg, crootfd, it->dst) == EPERM) {
                         char cause[512];
-                        snprintf(cause, sizeof(cause), "The container's device cgroup denies %s (c %u:%u): its rules were "
+                        snprintf(cause, sizeof(cause),
+                                 "The container's device cgroup denies %s (c %u:%u): its rules were "
                                  "rewritten after it started, typically by systemd at a 'systemctl daemon-reload' "
-                                 "(NVML: \"Unknown Error\").", it->dst, major(it->rdev), minor(it->rdev));
-                        gh_doctor_add(d, "device-cgroup", GH_CHECK_FAIL, cause,
-                                      "restart the container; to keep it from happening again create the /dev/char links "
-                                      "(see dev-char-links on the host)", "open(%s) in the container's cgroup %s: EPERM",
-                                      it->dst, cg.path);
+                                 "(NVML: \"Unknown Error\").",
+                                 it->dst, major(it->rdev), minor(it->rdev));
+                        gh_doctor_add(
+                                d, "device-cgroup", GH_CHECK_FAIL, cause,
+                                "restart the container; to keep it from happening again create the /dev/char links "
+                                "(see dev-char-links on the host)",
+                                "open(%s) in the container's cgroup %s: EPERM", it->dst, cg.path);
                         gh_cgroup_close(&cg);
                         return;
                 }
                 snprintf(ev + strlen(ev), sizeof(ev) - strlen(ev), "%s%s", ev[0] ? ", " : "", it->dst);
         }
         if (bad[0]) {
-                gh_doctor_add(d, "device-nodes", GH_CHECK_FAIL,
-                              "The container lacks the device nodes gpu-hook plans for it: the hook did not run, or failed.",
-                              "check the hook's log (/var/log/gpu-hook.log) and the runtime's hook wiring (hooks.d, createRuntime)",
-                              "%s is missing or not the driver's node", bad);
+                gh_doctor_add(
+                        d, "device-nodes", GH_CHECK_FAIL,
+                        "The container lacks the device nodes gpu-hook plans for it: the hook did not run, or failed.",
+                        "check the hook's log (/var/log/gpu-hook.log) and the runtime's hook wiring (hooks.d, createRuntime)",
+                        "%s is missing or not the driver's node", bad);
         } else {
                 gh_doctor_add(d, "device-nodes", GH_CHECK_OK, NULL, NULL, "%s", ev);
-                gh_doctor_add(d, "device-cgroup", GH_CHECK_OK, NULL, NULL, have_cg ? "%zu node(s) open from the container's cgroup %s"
-                                                                                  : "%zu node(s); no device cgroup%s",
+                gh_doctor_add(d, "device-cgroup", GH_CHECK_OK, NULL, NULL,
+                              have_cg ? "%zu node(s) open from the container's cgroup %s"
+                                      : "%zu node(s); no device cgroup%s",
                               n, have_cg ? cg.path : "");
         }
         gh_cgroup_close(&cg);
@@ -146,11 +151,12 @@ static void check_libraries(const struct gh_plan *plan, int crootfd, struct gh_d
                         continue;
                 _cleanup_close_ int fd = gh_resolve(crootfd, it->dst, O_PATH, NULL);
                 if (fd < 0) {
-                        gh_doctor_add(d, "libraries", GH_CHECK_FAIL,
-                                      "The driver libraries the container asked for are not mounted: the hook did not run, or "
-                                      "ran with other capabilities.",
-                                      "check the hook's log (/var/log/gpu-hook.log) and NVIDIA_DRIVER_CAPABILITIES",
-                                      "%s is missing", it->dst);
+                        gh_doctor_add(
+                                d, "libraries", GH_CHECK_FAIL,
+                                "The driver libraries the container asked for are not mounted: the hook did not run, or "
+                                "ran with other capabilities.",
+                                "check the hook's log (/var/log/gpu-hook.log) and NVIDIA_DRIVER_CAPABILITIES",
+                                "%s is missing", it->dst);
                         return;
                 }
                 n++;
@@ -169,24 +175,31 @@ static void check_ldcache(const struct gh_plan *plan, unsigned caps, int crootfd
                 char path[PATH_MAX], file[NAME_MAX + 1], cause[512];
                 if (want[i] == NULL)
                         continue;
-                if (gh_doctor_cache_lookup(crootfd, "/etc/ld.so.cache", want[i], path, sizeof(path), file, sizeof(file), &err) < 0) {
-                        snprintf(cause, sizeof(cause), "The container's ld cache does not resolve %s, so programs cannot load it "
-                                 "even if the file is there.", want[i]);
-                        gh_doctor_add(d, "ldcache", GH_CHECK_FAIL, cause,
-                                      "rerun the injection (gpu-cli configure --pid=PID ... ROOTFS writes the cache), or run ldconfig in the container",
-                                      "%s", err->msg);
+                if (gh_doctor_cache_lookup(crootfd, "/etc/ld.so.cache", want[i], path, sizeof(path), file, sizeof(file),
+                                           &err) < 0) {
+                        snprintf(cause, sizeof(cause),
+                                 "The container's ld cache does not resolve %s, so programs cannot load it "
+                                 "even if the file is there.",
+                                 want[i]);
+                        gh_doctor_add(
+                                d, "ldcache", GH_CHECK_FAIL, cause,
+                                "rerun the injection (gpu-cli configure --pid=PID ... ROOTFS writes the cache), or run ldconfig in the container",
+                                "%s", err->msg);
                         return;
                 }
                 if (!gh_driver_name_has_version(file, plan->driver_version)) {
-                        snprintf(cause, sizeof(cause), "%s resolves to %s, not the driver's %s: the image ships its own copy, "
-                                 "which does not match the kernel module.", want[i], file, plan->driver_version);
+                        snprintf(cause, sizeof(cause),
+                                 "%s resolves to %s, not the driver's %s: the image ships its own copy, "
+                                 "which does not match the kernel module.",
+                                 want[i], file, plan->driver_version);
                         gh_doctor_add(d, "ldcache", GH_CHECK_FAIL, cause, "remove the driver libraries from the image",
                                       "%s -> %s", want[i], path);
                         return;
                 }
                 snprintf(ev + strlen(ev), sizeof(ev) - strlen(ev), "%s%s -> %s", ev[0] ? ", " : "", want[i], file);
         }
-        gh_doctor_add(d, "ldcache", GH_CHECK_OK, NULL, NULL, "%s", ev[0] ? ev : "nothing to resolve for these capabilities");
+        gh_doctor_add(d, "ldcache", GH_CHECK_OK, NULL, NULL, "%s",
+                      ev[0] ? ev : "nothing to resolve for these capabilities");
 }
 
 static void check_proc_masked(pid_t pid, int crootfd, struct gh_doctor *d)
@@ -198,7 +211,8 @@ static void check_proc_masked(pid_t pid, int crootfd, struct gh_doctor *d)
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
                 char mnt[4096];
-                if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && (strcmp(mnt, "/proc/driver/nvidia") == 0 || strcmp(mnt, "/proc/driver") == 0))
+                if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 &&
+                    (strcmp(mnt, "/proc/driver/nvidia") == 0 || strcmp(mnt, "/proc/driver") == 0))
                         masked = true;
         }
         _cleanup_close_ int fd = gh_resolve(crootfd, "/proc/driver/nvidia", O_PATH, NULL);
@@ -206,12 +220,14 @@ static void check_proc_masked(pid_t pid, int crootfd, struct gh_doctor *d)
                 gh_doctor_add(d, "proc-masked", GH_CHECK_OK, NULL, NULL,
                               "the container has no /proc/driver/nvidia (the host's procfs shows no driver to hide)");
         else if (masked)
-                gh_doctor_add(d, "proc-masked", GH_CHECK_OK, NULL, NULL, "/proc/driver/nvidia is a separate (masking) mount in the container");
+                gh_doctor_add(d, "proc-masked", GH_CHECK_OK, NULL, NULL,
+                              "/proc/driver/nvidia is a separate (masking) mount in the container");
         else
-                gh_doctor_add(d, "proc-masked", GH_CHECK_WARN,
-                              "The container sees the host's /proc/driver/nvidia: every GPU's details, not only its own.",
-                              "let gpu-hook configure the container (it mounts a filtered copy there)",
-                              "no mount at /proc/driver/nvidia in %s", path);
+                gh_doctor_add(
+                        d, "proc-masked", GH_CHECK_WARN,
+                        "The container sees the host's /proc/driver/nvidia: every GPU's details, not only its own.",
+                        "let gpu-hook configure the container (it mounts a filtered copy there)",
+                        "no mount at /proc/driver/nvidia in %s", path);
 }
 
 void gh_doctor_container(const struct gh_doctor_opts *o, pid_t pid, const char *bundle, struct gh_doctor *d)
@@ -240,12 +256,13 @@ void gh_doctor_container(const struct gh_doctor_opts *o, pid_t pid, const char *
         }
         const char *nvd = gh_oci_getenv(spec.env, spec.n_env, "NVIDIA_VISIBLE_DEVICES");
         if (!dec.gpu_container) {
-                gh_doctor_add(d, "gpu-requested", GH_CHECK_FAIL,
-                              nvd == NULL ? "The container asked for no GPU: NVIDIA_VISIBLE_DEVICES is not set (no --gpus)."
-                                          : "The container asked for no GPU: NVIDIA_VISIBLE_DEVICES is 'void' or empty.",
-                              "start it with --gpus all (Docker) or -e NVIDIA_VISIBLE_DEVICES=all",
-                              "NVIDIA_VISIBLE_DEVICES=%s%s", nvd ? nvd : "(unset)",
-                              dec.ignored_unprivileged ? " (ignored: unprivileged and the configuration refuses it)" : "");
+                gh_doctor_add(
+                        d, "gpu-requested", GH_CHECK_FAIL,
+                        nvd == NULL ? "The container asked for no GPU: NVIDIA_VISIBLE_DEVICES is not set (no --gpus)."
+                                    : "The container asked for no GPU: NVIDIA_VISIBLE_DEVICES is 'void' or empty.",
+                        "start it with --gpus all (Docker) or -e NVIDIA_VISIBLE_DEVICES=all",
+                        "NVIDIA_VISIBLE_DEVICES=%s%s", nvd ? nvd : "(unset)",
+                        dec.ignored_unprivileged ? " (ignored: unprivileged and the configuration refuses it)" : "");
                 goto out;
         }
         gh_select_format(&dec.devices, devs, sizeof(devs));
@@ -264,13 +281,14 @@ void gh_doctor_container(const struct gh_doctor_opts *o, pid_t pid, const char *
             (free(req.mps_group), req.mps_group = NULL, false) ||
             gh_plan_for_root(o->root, o->ldcache, NULL, &req, &layout, &plan, &err) < 0) {
                 bool unmet = gh_error_kind(err) == GH_ERR_REQUIREMENT;
-                gh_doctor_add(d, "requirements", GH_CHECK_FAIL,
-                              unmet ? "The image requires a newer CUDA (or another GPU) than this driver and GPU provide."
-                                    : "gpu-hook could not plan the injection for this container.",
-                              unmet ? "upgrade the driver, or use an image built for this CUDA version "
-                                      "(NVIDIA_DISABLE_REQUIRE=1 skips the check at your own risk)"
-                                    : "fix what the message names",
-                              "%s", err->msg);
+                gh_doctor_add(
+                        d, "requirements", GH_CHECK_FAIL,
+                        unmet ? "The image requires a newer CUDA (or another GPU) than this driver and GPU provide."
+                              : "gpu-hook could not plan the injection for this container.",
+                        unmet ? "upgrade the driver, or use an image built for this CUDA version "
+                                "(NVIDIA_DISABLE_REQUIRE=1 skips the check at your own risk)"
+                              : "fix what the message names",
+                        "%s", err->msg);
                 goto out;
         }
         gh_doctor_add(d, "requirements", GH_CHECK_OK, NULL, NULL, "%zu requirement(s) hold against driver %s",

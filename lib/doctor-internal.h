@@ -9,8 +9,8 @@ void gh_doctor_add(struct gh_doctor *d, const char *name, enum gh_check_status s
 
 /* The first 64-bit ld cache entry for soname in the cache at cache_path under rootfd (in-root
  * resolver): its path, and the file name it finally resolves to. */
-int gh_doctor_cache_lookup(int rootfd, const char *cache_path, const char *soname, char *path, size_t psize,
-                           char *file, size_t fsize, gh_error_t *err);
+int gh_doctor_cache_lookup(int rootfd, const char *cache_path, const char *soname, char *path, size_t psize, char *file,
+                           size_t fsize, gh_error_t *err);
 
 enum gh_cgroup_manager gh_doctor_manager(const struct gh_doctor_opts *o);
 

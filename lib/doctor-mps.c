@@ -59,9 +59,10 @@ void gh_doctor_mps_host(const struct gh_doctor_opts *o, struct gh_doctor *d)
         size_t n = 0;
 
         if (gh_mps_list(dir, &groups, &n, &err) < 0) {
-                gh_doctor_add(d, "mps-groups", GH_CHECK_WARN, "The MPS groups cannot be read, so containers cannot join them.",
-                              "fix what the message names (the directory must be root's and not writable by others)", "%s",
-                              err->msg);
+                gh_doctor_add(d, "mps-groups", GH_CHECK_WARN,
+                              "The MPS groups cannot be read, so containers cannot join them.",
+                              "fix what the message names (the directory must be root's and not writable by others)",
+                              "%s", err->msg);
                 return;
         }
         for (size_t i = 0; i < n; i++) {
@@ -69,15 +70,18 @@ void gh_doctor_mps_host(const struct gh_doctor_opts *o, struct gh_doctor *d)
                 char lim[96], fix[PATH_MAX + 256], cause[256];
                 limits_text(g, lim, sizeof(lim));
                 if (g->alive) {
-                        gh_doctor_add(d, "mps-group", GH_CHECK_OK, NULL, NULL, "%s: daemon %d alive on GPU %u (%s), %s", g->name,
-                                      (int) g->pid, g->gpu_index, g->gpu_uuid, lim);
+                        gh_doctor_add(d, "mps-group", GH_CHECK_OK, NULL, NULL, "%s: daemon %d alive on GPU %u (%s), %s",
+                                      g->name, (int) g->pid, g->gpu_index, g->gpu_uuid, lim);
                         continue;
                 }
-                snprintf(cause, sizeof(cause), "The control daemon of MPS group %s is gone: containers of the group find no "
-                         "MPS server, and new ones cannot join it.", g->name);
+                snprintf(cause, sizeof(cause),
+                         "The control daemon of MPS group %s is gone: containers of the group find no "
+                         "MPS server, and new ones cannot join it.",
+                         g->name);
                 restart_fix(dir, g, ", then restart the group's containers", fix, sizeof(fix));
-                gh_doctor_add(d, "mps-group", GH_CHECK_FAIL, cause, fix, "%s: daemon %d is not running (GPU %u, %s; state %s/%s)",
-                              g->name, (int) g->pid, g->gpu_index, lim, dir, g->name);
+                gh_doctor_add(d, "mps-group", GH_CHECK_FAIL, cause, fix,
+                              "%s: daemon %d is not running (GPU %u, %s; state %s/%s)", g->name, (int) g->pid,
+                              g->gpu_index, lim, dir, g->name);
         }
 }
 
@@ -103,39 +107,47 @@ void gh_doctor_mps_container(const struct gh_doctor_opts *o, const char *name, b
                              struct gh_doctor *d)
 {
         _cleanup_error_ gh_error_t err = NULL;
-        const char *dir = mps_dir(o), *how = from_env ? "GPU_HOOK_MPS_GROUP" : "annotation " GH_OCI_ANNOTATION_MPS_GROUP;
+        const char *dir = mps_dir(o),
+                   *how = from_env ? "GPU_HOOK_MPS_GROUP" : "annotation " GH_OCI_ANNOTATION_MPS_GROUP;
         struct gh_mps_group g;
         char lim[96], why[PATH_MAX + 64], cause[512], fix[PATH_MAX + 256];
 
         if (gh_mps_load(dir, name, &g, &err) < 0) {
-                snprintf(cause, sizeof(cause), "The container asks for MPS group %s, which does not exist under %s: its CUDA "
-                         "programs find no MPS daemon.", name, dir);
-                snprintf(fix, sizeof(fix), "gpu-cli mps start %s --device=ID (or pass doctor --mps-dir), then restart the container",
+                snprintf(cause, sizeof(cause),
+                         "The container asks for MPS group %s, which does not exist under %s: its CUDA "
+                         "programs find no MPS daemon.",
+                         name, dir);
+                snprintf(fix, sizeof(fix),
+                         "gpu-cli mps start %s --device=ID (or pass doctor --mps-dir), then restart the container",
                          name);
                 gh_doctor_add(d, "mps-group", GH_CHECK_FAIL, cause, fix, "%s=%s: %s", how, name, err->msg);
                 return;
         }
         limits_text(&g, lim, sizeof(lim));
         if (!g.alive) {
-                snprintf(cause, sizeof(cause), "The control daemon of MPS group %s is gone: CUDA programs in the container "
-                         "cannot reach an MPS server.", name);
+                snprintf(cause, sizeof(cause),
+                         "The control daemon of MPS group %s is gone: CUDA programs in the container "
+                         "cannot reach an MPS server.",
+                         name);
                 restart_fix(dir, &g, ", then restart the container", fix, sizeof(fix));
-                gh_doctor_add(d, "mps-group", GH_CHECK_FAIL, cause, fix, "%s=%s: daemon %d is not running (GPU %u, %s)", how,
-                              name, (int) g.pid, g.gpu_index, lim);
+                gh_doctor_add(d, "mps-group", GH_CHECK_FAIL, cause, fix, "%s=%s: daemon %d is not running (GPU %u, %s)",
+                              how, name, (int) g.pid, g.gpu_index, lim);
                 return;
         }
         if (same_dir(crootfd, GH_MPS_CONTAINER_PIPE_DIR, dir, name, "pipe", why, sizeof(why)) < 0 ||
             same_dir(crootfd, GH_MPS_CONTAINER_SHM_DIR, dir, name, "shm", why, sizeof(why)) < 0) {
-                snprintf(cause, sizeof(cause), "The container asks for MPS group %s but does not see the group's pipe directory "
+                snprintf(cause, sizeof(cause),
+                         "The container asks for MPS group %s but does not see the group's pipe directory "
                          "and shm: the hook did not run for it, or the group was restarted after it started; its CUDA "
-                         "programs bypass the group's limits or find no daemon.", name);
+                         "programs bypass the group's limits or find no daemon.",
+                         name);
                 gh_doctor_add(d, "mps-group", GH_CHECK_FAIL, cause,
                               "restart the container with gpu-hook as its hook (it mounts the group's directories)",
                               "%s=%s (daemon %d alive, %s): %s", how, name, (int) g.pid, lim, why);
                 return;
         }
         gh_doctor_add(d, "mps-group", GH_CHECK_OK, NULL, NULL,
-                      "%s=%s: daemon %d alive on GPU %u (%s), %s; " GH_MPS_CONTAINER_PIPE_DIR " and " GH_MPS_CONTAINER_SHM_DIR
-                      " are the group's",
+                      "%s=%s: daemon %d alive on GPU %u (%s), %s; " GH_MPS_CONTAINER_PIPE_DIR
+                      " and " GH_MPS_CONTAINER_SHM_DIR " are the group's",
                       how, name, (int) g.pid, g.gpu_index, g.gpu_uuid, lim);
 }

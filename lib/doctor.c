@@ -49,7 +49,9 @@ void gh_doctor_add(struct gh_doctor *d, const char *name, enum gh_check_status s
                 ev = NULL;
         va_end(ap);
         d->checks[d->n++] = (struct gh_check) {
-                .name = strdup(name), .status = st, .evidence = ev,
+                .name = strdup(name),
+                .status = st,
+                .evidence = ev,
                 .cause = st == GH_CHECK_OK || cause == NULL ? NULL : strdup(cause),
                 .fix = st == GH_CHECK_OK || fix == NULL ? NULL : strdup(fix),
         };
@@ -77,8 +79,8 @@ void gh_doctor_free(struct gh_doctor *d)
 }
 
 /* The real file name behind the first 64-bit entry for soname in the root's ld cache. */
-int gh_doctor_cache_lookup(int rootfd, const char *cache_path, const char *soname, char *path, size_t psize,
-                           char *file, size_t fsize, gh_error_t *err)
+int gh_doctor_cache_lookup(int rootfd, const char *cache_path, const char *soname, char *path, size_t psize, char *file,
+                           size_t fsize, gh_error_t *err)
 {
         _cleanup_close_ int fd = gh_open_regular(rootfd, cache_path, AT_FDCWD, err);
         struct gh_ldcache *cache = NULL;
@@ -113,8 +115,10 @@ static int check_node(int rootfd, const char *rel, unsigned major_, unsigned min
         if (fstatat(rootfd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return snprintf(why, size, "/%s is missing", rel), -1;
         if (!S_ISCHR(st.st_mode) || major(st.st_rdev) != major_ || minor(st.st_rdev) != minor_)
-                return snprintf(why, size, "/%s is %s %u:%u, not c %u:%u", rel, S_ISCHR(st.st_mode) ? "c" : "not a character device",
-                                major(st.st_rdev), minor(st.st_rdev), major_, minor_), -1;
+                return snprintf(why, size, "/%s is %s %u:%u, not c %u:%u", rel,
+                                S_ISCHR(st.st_mode) ? "c" : "not a character device", major(st.st_rdev),
+                                minor(st.st_rdev), major_, minor_),
+                       -1;
         return 0;
 }
 
@@ -129,7 +133,8 @@ static void check_nodes(int rootfd, const struct gh_gpu_list *fast, struct gh_do
                 unsigned m = fast->gpus[i].minor;
                 snprintf(rel, sizeof(rel), "dev/nvidia%u", m);
                 if (check_node(rootfd, rel, NVIDIA_MAJOR, m, why, sizeof(why)) < 0)
-                        snprintf(fix, sizeof(fix), "nvidia-modprobe -c %u (or: rm -f /dev/nvidia%u; mknod -m 666 /dev/nvidia%u c 195 %u)",
+                        snprintf(fix, sizeof(fix),
+                                 "nvidia-modprobe -c %u (or: rm -f /dev/nvidia%u; mknod -m 666 /dev/nvidia%u c 195 %u)",
                                  m, m, m, m);
                 else
                         snprintf(ev + strlen(ev), sizeof(ev) - strlen(ev), ", /dev/nvidia%u (c 195:%u)", m, m);
@@ -150,21 +155,28 @@ static bool check_versions(int rootfd, const struct gh_doctor_opts *o, const cha
         char path[PATH_MAX], file[NAME_MAX + 1], cause[512], fix[256];
         const char *cache = o->ldcache ? o->ldcache : "/etc/ld.so.cache";
 
-        if (gh_doctor_cache_lookup(rootfd, cache, "libnvidia-ml.so.1", path, sizeof(path), file, sizeof(file), &err) < 0) {
-                gh_doctor_add(d, "library-version", GH_CHECK_FAIL,
-                              "The driver's user-space libraries are not in the loader's cache, so nothing can load NVML or CUDA.",
-                              "install the driver's libraries, then run ldconfig", "%s", err->msg);
+        if (gh_doctor_cache_lookup(rootfd, cache, "libnvidia-ml.so.1", path, sizeof(path), file, sizeof(file), &err) <
+            0) {
+                gh_doctor_add(
+                        d, "library-version", GH_CHECK_FAIL,
+                        "The driver's user-space libraries are not in the loader's cache, so nothing can load NVML or CUDA.",
+                        "install the driver's libraries, then run ldconfig", "%s", err->msg);
                 return false;
         }
         if (!gh_driver_name_has_version(file, version)) {
-                snprintf(cause, sizeof(cause), "The user-space driver (%s) is not the loaded kernel module's version %s: "
-                         "the driver was upgraded without a reboot (NVML says \"Driver/library version mismatch\").", file, version);
-                snprintf(fix, sizeof(fix), "reboot (or reload the modules: rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia; modprobe nvidia)");
-                gh_doctor_add(d, "library-version", GH_CHECK_FAIL, cause, fix, "libnvidia-ml.so.1 -> %s (%s), kernel module %s",
-                              path, file, version);
+                snprintf(cause, sizeof(cause),
+                         "The user-space driver (%s) is not the loaded kernel module's version %s: "
+                         "the driver was upgraded without a reboot (NVML says \"Driver/library version mismatch\").",
+                         file, version);
+                snprintf(
+                        fix, sizeof(fix),
+                        "reboot (or reload the modules: rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia; modprobe nvidia)");
+                gh_doctor_add(d, "library-version", GH_CHECK_FAIL, cause, fix,
+                              "libnvidia-ml.so.1 -> %s (%s), kernel module %s", path, file, version);
                 return false;
         }
-        gh_doctor_add(d, "library-version", GH_CHECK_OK, NULL, NULL, "libnvidia-ml.so.1 -> %s, kernel module %s", file, version);
+        gh_doctor_add(d, "library-version", GH_CHECK_OK, NULL, NULL, "libnvidia-ml.so.1 -> %s, kernel module %s", file,
+                      version);
         return true;
 }
 
@@ -177,13 +189,16 @@ static void check_nvml(int rootfd, const struct gh_doctor_opts *o, bool versions
         gopts.uid = o->uid;
         gopts.gid = o->gid;
         if (gh_gpus_load(rootfd, &gopts, &list, &err) < 0)
-                gh_doctor_add(d, "nvml", GH_CHECK_FAIL,
-                              versions_ok ? "NVML cannot talk to the driver, so nvidia-smi, requirements and gpu-cli ps fail too."
-                                          : "NVML refuses to run against a kernel module of another version (see library-version).",
-                              versions_ok ? "run nvidia-smi on the host and read dmesg for NVRM errors" : "reboot",
-                              "%s", err->msg);
+                gh_doctor_add(
+                        d, "nvml", GH_CHECK_FAIL,
+                        versions_ok
+                                ? "NVML cannot talk to the driver, so nvidia-smi, requirements and gpu-cli ps fail too."
+                                : "NVML refuses to run against a kernel module of another version (see library-version).",
+                        versions_ok ? "run nvidia-smi on the host and read dmesg for NVRM errors" : "reboot", "%s",
+                        err->msg);
         else
-                gh_doctor_add(d, "nvml", GH_CHECK_OK, NULL, NULL, "NVML answers: %zu GPU(s), CUDA %s", list.n, list.cuda_version);
+                gh_doctor_add(d, "nvml", GH_CHECK_OK, NULL, NULL, "NVML answers: %zu GPU(s), CUDA %s", list.n,
+                              list.cuda_version);
 }
 
 static void check_persistenced(int rootfd, struct gh_doctor *d)
@@ -193,50 +208,58 @@ static void check_persistenced(int rootfd, struct gh_doctor *d)
         if (fstatat(rootfd, "run/nvidia-persistenced/socket", &st, 0) == 0 && S_ISSOCK(st.st_mode))
                 gh_doctor_add(d, "persistenced", GH_CHECK_OK, NULL, NULL, "/run/nvidia-persistenced/socket is there");
         else
-                gh_doctor_add(d, "persistenced", GH_CHECK_WARN,
-                              "nvidia-persistenced is not running, so the driver tears the GPUs down when the last user exits and "
-                              "every container start pays for bringing them up again.",
-                              "systemctl enable --now nvidia-persistenced", "no /run/nvidia-persistenced/socket");
+                gh_doctor_add(
+                        d, "persistenced", GH_CHECK_WARN,
+                        "nvidia-persistenced is not running, so the driver tears the GPUs down when the last user exits and "
+                        "every container start pays for bringing them up again.",
+                        "systemctl enable --now nvidia-persistenced", "no /run/nvidia-persistenced/socket");
 }
 
 /* podman and CRI-O: a hooks.d file that runs gpu-hook (or NVIDIA's hook). */
 static void check_hooks_dirs(const struct gh_doctor_opts *o, struct gh_doctor *d)
 {
-        static const char *const defaults[] = { "/usr/share/containers/oci/hooks.d", "/etc/containers/oci/hooks.d", NULL };
+        static const char *const defaults[] = { "/usr/share/containers/oci/hooks.d", "/etc/containers/oci/hooks.d",
+                                                NULL };
         const char *const *dirs = o->hooks_dirs ? o->hooks_dirs : defaults;
         char searched[512] = "";
 
         for (size_t i = 0; dirs[i] != NULL; i++) {
                 _cleanup_closedir_ DIR *dir = opendir(dirs[i]);
                 struct dirent *de;
-                snprintf(searched + strlen(searched), sizeof(searched) - strlen(searched), "%s%s", i ? ", " : "", dirs[i]);
+                snprintf(searched + strlen(searched), sizeof(searched) - strlen(searched), "%s%s", i ? ", " : "",
+                         dirs[i]);
                 while (dir != NULL && (de = readdir(dir)) != NULL) {
                         _cleanup_error_ gh_error_t err = NULL;
                         _cleanup_free_ char *path = NULL, *buf = NULL;
                         _cleanup_json_ json_t *j = NULL;
                         size_t len;
                         size_t nl = strlen(de->d_name);
-                        if (nl < 6 || strcmp(de->d_name + nl - 5, ".json") != 0 || asprintf(&path, "%s/%s", dirs[i], de->d_name) < 0)
+                        if (nl < 6 || strcmp(de->d_name + nl - 5, ".json") != 0 ||
+                            asprintf(&path, "%s/%s", dirs[i], de->d_name) < 0)
                                 continue;
                         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
                         if (fd < 0 || gh_read_bounded(fd, 1 << 20, &buf, &len, path, &err) < 0 ||
                             (j = gh_json_parse(buf, len, path, &err)) == NULL) {
-                                if (err != NULL && (strstr(buf ? buf : "", "gpu-hook") || strstr(buf ? buf : "", "nvidia")))
-                                        gh_doctor_add(d, "hooks.d", GH_CHECK_FAIL,
-                                                      "The hooks.d file for GPUs is not valid JSON, so podman and CRI-O ignore it.",
-                                                      "reinstall it from contrib/hooks.d/oci-gpu-hook.json", "%s", err->msg);
+                                if (err != NULL &&
+                                    (strstr(buf ? buf : "", "gpu-hook") || strstr(buf ? buf : "", "nvidia")))
+                                        gh_doctor_add(
+                                                d, "hooks.d", GH_CHECK_FAIL,
+                                                "The hooks.d file for GPUs is not valid JSON, so podman and CRI-O ignore it.",
+                                                "reinstall it from contrib/hooks.d/oci-gpu-hook.json", "%s", err->msg);
                                 continue;
                         }
                         const char *hp = json_string_value(json_object_get(json_object_get(j, "hook"), "path"));
                         const char *base = hp && strrchr(hp, '/') ? strrchr(hp, '/') + 1 : hp;
-                        if (base == NULL || (strcmp(base, "gpu-hook") != 0 && strcmp(base, "nvidia-container-toolkit") != 0 &&
-                                             strcmp(base, "nvidia-container-runtime-hook") != 0))
+                        if (base == NULL ||
+                            (strcmp(base, "gpu-hook") != 0 && strcmp(base, "nvidia-container-toolkit") != 0 &&
+                             strcmp(base, "nvidia-container-runtime-hook") != 0))
                                 continue;
                         if (access(hp, X_OK) < 0) {
-                                gh_doctor_add(d, "hooks.d", GH_CHECK_FAIL,
-                                              "The hooks.d file names a hook program that does not exist or cannot run.",
-                                              "install gpu-hook at that path, or fix \"hook\": {\"path\": ...} in the file",
-                                              "%s: hook.path %s: %s", path, hp, strerror(errno));
+                                gh_doctor_add(
+                                        d, "hooks.d", GH_CHECK_FAIL,
+                                        "The hooks.d file names a hook program that does not exist or cannot run.",
+                                        "install gpu-hook at that path, or fix \"hook\": {\"path\": ...} in the file",
+                                        "%s: hook.path %s: %s", path, hp, strerror(errno));
                                 return;
                         }
                         gh_doctor_add(d, "hooks.d", GH_CHECK_OK, NULL, NULL, "%s runs %s", path, hp);
@@ -251,7 +274,8 @@ static void check_hooks_dirs(const struct gh_doctor_opts *o, struct gh_doctor *d
 
 static bool on_path(const char *name, char *found, size_t size)
 {
-        static const char *const dirs[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin" };
+        static const char *const dirs[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
+                                            "/usr/bin",        "/sbin",          "/bin" };
         for (size_t i = 0; i < GH_ARRAY_SIZE(dirs); i++) {
                 snprintf(found, size, "%s/%s", dirs[i], name);
                 if (access(found, X_OK) == 0)
@@ -271,11 +295,12 @@ static void check_docker(struct gh_doctor *d)
         if (on_path("nvidia-container-runtime-hook", hook, sizeof(hook)))
                 gh_doctor_add(d, "docker", GH_CHECK_OK, NULL, NULL, "%s; dockerd finds %s", dockerd, hook);
         else
-                gh_doctor_add(d, "docker", GH_CHECK_WARN,
-                              "dockerd looks up nvidia-container-runtime-hook on its PATH when it starts; without it "
-                              "'docker run --gpus' fails with 'could not select device driver \"\" with capabilities: [[gpu]]'.",
-                              "ln -s /usr/bin/gpu-hook /usr/local/bin/nvidia-container-runtime-hook, then restart dockerd",
-                              "%s, no nvidia-container-runtime-hook on the standard PATH", dockerd);
+                gh_doctor_add(
+                        d, "docker", GH_CHECK_WARN,
+                        "dockerd looks up nvidia-container-runtime-hook on its PATH when it starts; without it "
+                        "'docker run --gpus' fails with 'could not select device driver \"\" with capabilities: [[gpu]]'.",
+                        "ln -s /usr/bin/gpu-hook /usr/local/bin/nvidia-container-runtime-hook, then restart dockerd",
+                        "%s, no nvidia-container-runtime-hook on the standard PATH", dockerd);
 }
 
 /* A CDI spec for NVIDIA GPUs names the driver's files with their version: another version is stale. */
@@ -307,18 +332,22 @@ static void check_cdi(const struct gh_doctor_opts *o, const char *version, struc
                                 snprintf(named, sizeof(named), "%.*s", (int) (n < 31 ? n : 31), p);
                                 if (gh_version_is_dotted(named) && strcmp(named, version) != 0) {
                                         char cause[320];
-                                        snprintf(cause, sizeof(cause), "The CDI spec was written for driver %s, not the running %s, "
-                                                 "so CDI containers get missing or mismatched files.", named, version);
-                                        gh_doctor_add(d, "cdi", GH_CHECK_WARN, cause,
-                                                      "regenerate it (nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml)",
-                                                      "%s names libnvidia-ml.so.%s", path, named);
+                                        snprintf(cause, sizeof(cause),
+                                                 "The CDI spec was written for driver %s, not the running %s, "
+                                                 "so CDI containers get missing or mismatched files.",
+                                                 named, version);
+                                        gh_doctor_add(
+                                                d, "cdi", GH_CHECK_WARN, cause,
+                                                "regenerate it (nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml)",
+                                                "%s names libnvidia-ml.so.%s", path, named);
                                         return;
                                 }
                         }
                 }
         }
-        gh_doctor_add(d, "cdi", GH_CHECK_OK, NULL, NULL, specs ? "%zu NVIDIA CDI spec(s), for driver %s" : "no NVIDIA CDI spec (%.0zu%s)",
-                      specs, specs ? version : "not needed with gpu-hook");
+        gh_doctor_add(d, "cdi", GH_CHECK_OK, NULL, NULL,
+                      specs ? "%zu NVIDIA CDI spec(s), for driver %s" : "no NVIDIA CDI spec (%.0zu%s)", specs,
+                      specs ? version : "not needed with gpu-hook");
 }
 
 enum gh_cgroup_manager gh_doctor_manager(const struct gh_doctor_opts *o)
@@ -329,7 +358,8 @@ enum gh_cgroup_manager gh_doctor_manager(const struct gh_doctor_opts *o)
         return stat("/run/systemd/system", &st) == 0 ? GH_MANAGER_SYSTEMD : GH_MANAGER_CGROUPFS;
 }
 
-static void check_cgroups(int rootfd, const struct gh_gpu_list *fast, const struct gh_doctor_opts *o, struct gh_doctor *d)
+static void check_cgroups(int rootfd, const struct gh_gpu_list *fast, const struct gh_doctor_opts *o,
+                          struct gh_doctor *d)
 {
         struct statfs sf;
         bool v2 = statfs("/sys/fs/cgroup", &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC;
@@ -337,7 +367,10 @@ static void check_cgroups(int rootfd, const struct gh_gpu_list *fast, const stru
         bool systemd = gh_doctor_manager(o) == GH_MANAGER_SYSTEMD;
         char missing[256] = "", fix[512] = "";
 
-        gh_doctor_add(d, "cgroups", GH_CHECK_OK, NULL, NULL, "cgroup %s, managed by %s", v2 ? "v2" : hybrid ? "v1 (hybrid)" : "v1",
+        gh_doctor_add(d, "cgroups", GH_CHECK_OK, NULL, NULL, "cgroup %s, managed by %s",
+                      v2       ? "v2"
+                      : hybrid ? "v1 (hybrid)"
+                               : "v1",
                       systemd ? "systemd" : "cgroupfs");
         /* systemd rebuilds a unit's device rules from /dev/char/MAJ:MIN at daemon-reload: a node
          * without such a link drops out of every running container's allow list. */
@@ -357,19 +390,23 @@ static void check_cgroups(int rootfd, const struct gh_gpu_list *fast, const stru
                                 continue;
                 }
                 if (missing[0] == '\0')
-                        snprintf(fix, sizeof(fix), "ln -s ../%s /dev/char/%u:%u (and the same for every NVIDIA node)", want,
-                                 NVIDIA_MAJOR, minor_);
-                snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s/%s", missing[0] ? ", " : "", link);
+                        snprintf(fix, sizeof(fix), "ln -s ../%s /dev/char/%u:%u (and the same for every NVIDIA node)",
+                                 want, NVIDIA_MAJOR, minor_);
+                snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s/%s", missing[0] ? ", " : "",
+                         link);
         }
         if (missing[0] == '\0')
-                gh_doctor_add(d, "dev-char-links", GH_CHECK_OK, NULL, NULL, "/dev/char links exist for the NVIDIA nodes");
+                gh_doctor_add(d, "dev-char-links", GH_CHECK_OK, NULL, NULL,
+                              "/dev/char links exist for the NVIDIA nodes");
         else if (!systemd)
-                gh_doctor_add(d, "dev-char-links", GH_CHECK_OK, NULL, NULL, "no /dev/char links (%s), not needed with cgroupfs", missing);
+                gh_doctor_add(d, "dev-char-links", GH_CHECK_OK, NULL, NULL,
+                              "no /dev/char links (%s), not needed with cgroupfs", missing);
         else
-                gh_doctor_add(d, "dev-char-links", GH_CHECK_WARN,
-                              "systemd manages the containers' cgroups and rebuilds their device rules from /dev/char at every "
-                              "'systemctl daemon-reload': running containers then lose their GPUs (NVML: \"Unknown Error\").",
-                              fix, "missing: %s", missing);
+                gh_doctor_add(
+                        d, "dev-char-links", GH_CHECK_WARN,
+                        "systemd manages the containers' cgroups and rebuilds their device rules from /dev/char at every "
+                        "'systemctl daemon-reload': running containers then lose their GPUs (NVML: \"Unknown Error\").",
+                        fix, "missing: %s", missing);
 }
 
 void gh_doctor_host(const struct gh_doctor_opts *o, struct gh_doctor *d)
@@ -382,12 +419,14 @@ void gh_doctor_host(const struct gh_doctor_opts *o, struct gh_doctor *d)
         memset(d, 0, sizeof(*d));
         rootfd = gh_rootfs_open(o->root, &err);
         if (rootfd < 0 || gh_gpus_driver_version(rootfd, version, sizeof(version), &err) < 0) {
-                gh_doctor_add(d, "driver", GH_CHECK_FAIL, "The NVIDIA kernel module is not loaded, so no container can use a GPU.",
+                gh_doctor_add(d, "driver", GH_CHECK_FAIL,
+                              "The NVIDIA kernel module is not loaded, so no container can use a GPU.",
                               "modprobe nvidia (install the NVIDIA driver first if that fails)", "%s", err->msg);
                 return;
         }
         if (gh_gpus_fast(rootfd, &fast, &err) < 0) {
-                gh_doctor_add(d, "driver", GH_CHECK_FAIL, "The driver's /proc/driver/nvidia is unreadable or malformed.",
+                gh_doctor_add(d, "driver", GH_CHECK_FAIL,
+                              "The driver's /proc/driver/nvidia is unreadable or malformed.",
                               "reload the driver (rmmod nvidia; modprobe nvidia) and read dmesg", "%s", err->msg);
                 return;
         }

@@ -15,7 +15,7 @@
 enum gh_check_status { GH_CHECK_OK, GH_CHECK_WARN, GH_CHECK_FAIL };
 
 struct gh_check {
-        char *name;     /* "driver", "device-nodes", ... (stable, for scripts) */
+        char *name; /* "driver", "device-nodes", ... (stable, for scripts) */
         enum gh_check_status status;
         char *evidence; /* what was seen */
         char *cause;    /* NULL when ok */
@@ -30,9 +30,9 @@ struct gh_doctor {
 enum gh_cgroup_manager { GH_MANAGER_AUTO, GH_MANAGER_SYSTEMD, GH_MANAGER_CGROUPFS };
 
 struct gh_doctor_opts {
-        const char *root;               /* driver root ("/") */
-        const char *ldcache;            /* NULL: etc/ld.so.cache under root */
-        uid_t uid;                      /* NVML service identity; (uid_t) -1: overflow */
+        const char *root;    /* driver root ("/") */
+        const char *ldcache; /* NULL: etc/ld.so.cache under root */
+        uid_t uid;           /* NVML service identity; (uid_t) -1: overflow */
         gid_t gid;
         const char *const *hooks_dirs;  /* NULL: the standard hooks.d directories */
         const char *const *cdi_dirs;    /* NULL: /etc/cdi, /var/run/cdi */

@@ -106,10 +106,7 @@ static int table_index(const char *key)
         return -1;
 }
 
-static unsigned first_bit(unsigned mask)
-{
-        return mask & -mask;
-}
+static unsigned first_bit(unsigned mask) { return mask & -mask; }
 
 unsigned gh_driver_library_cap(const char *key)
 {
@@ -186,7 +183,8 @@ static int read_version(struct ctx *c, gh_error_t *err)
                 if ((*err)->code != ENOENT)
                         return -1; /* the resolver names the file and the system error */
                 gh_error_free(err);
-                gh_err(err, 0, "no NVIDIA driver found: %s%s is missing; load the nvidia kernel module or pass the right --root",
+                gh_err(err, 0,
+                       "no NVIDIA driver found: %s%s is missing; load the nvidia kernel module or pass the right --root",
                        c->root_prefix, path);
                 return gh_err_kind(err, GH_ERR_NO_DRIVER);
         }
@@ -248,8 +246,13 @@ static int add_file(struct gh_driver_files *f, char *path, char *soname, unsigne
                 f->cap = cap_;
         }
         f->v[f->n++] = (struct gh_driver_file) {
-                .path = path, .soname = soname, .cap = cap, .compat32 = compat32,
-                .type = st->st_mode & S_IFMT, .st_dev = st->st_dev, .st_ino = st->st_ino,
+                .path = path,
+                .soname = soname,
+                .cap = cap,
+                .compat32 = compat32,
+                .type = st->st_mode & S_IFMT,
+                .st_dev = st->st_dev,
+                .st_ino = st->st_ino,
         };
         return 0;
 }
@@ -292,7 +295,7 @@ static int consider_library(struct ctx *c, const struct gh_ldcache_entry *e, int
                 return 0;
         }
         if ((library_table[idx].flags & OWN_VERSION) ? !has_own_version(base_name(real), library_table[idx].stem)
-                                                      : !gh_driver_name_has_version(base_name(real), c->d->version)) {
+                                                     : !gh_driver_name_has_version(base_name(real), c->d->version)) {
                 gh_debug("skipping %s -> %s: its file %s is not named *.so.%s", e->key, e->value, real, c->d->version);
                 return 0;
         }
@@ -318,8 +321,8 @@ static int consider_library(struct ctx *c, const struct gh_ldcache_entry *e, int
         gh_debug("library %s (%s%s)", real, lib.soname, compat32 ? ", compat32" : "");
         soname = steal_pointer(&lib.soname);
         gh_elf_lib_free(&lib);
-        return add_file(&c->d->libs, steal_pointer(&real), soname, first_bit(library_table[idx].cap & c->caps), compat32,
-                        &st, err);
+        return add_file(&c->d->libs, steal_pointer(&real), soname, first_bit(library_table[idx].cap & c->caps),
+                        compat32, &st, err);
 }
 
 static int find_libraries(struct ctx *c, gh_error_t *err)
@@ -333,7 +336,8 @@ static int find_libraries(struct ctx *c, gh_error_t *err)
         if (fd < 0) {
                 int code = (*err)->code;
                 gh_error_free(err);
-                gh_err(err, 0, "cannot open the driver's ld.so cache %s%s: %s; pass --ldcache=FILE if it lives elsewhere",
+                gh_err(err, 0,
+                       "cannot open the driver's ld.so cache %s%s: %s; pass --ldcache=FILE if it lives elsewhere",
                        c->root_prefix, cache_path, strerror(code));
                 return gh_err_code(err, code);
         }
@@ -580,8 +584,9 @@ int gh_driver_discover(int rootfd, const struct gh_driver_opts *opts, struct gh_
         if (r == 0 && (c.caps & GH_CAP_GRAPHICS))
                 r = find_loader_files(&c, err);
         t[5] = now_us();
-        gh_debug("driver discovery: libraries %ld us, programs %ld us, firmware %ld us, ipcs %ld us, loader files %ld us",
-                 t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3], t[5] - t[4]);
+        gh_debug(
+                "driver discovery: libraries %ld us, programs %ld us, firmware %ld us, ipcs %ld us, loader files %ld us",
+                t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3], t[5] - t[4]);
         free(c.ml_dir);
         if (r < 0) {
                 gh_driver_free(c.d);

@@ -44,11 +44,11 @@ struct gh_driver_opts {
 };
 
 struct gh_driver_file {
-        char *path;      /* absolute, inside the driver root, symlinks resolved */
-        char *soname;    /* libraries: DT_SONAME; else NULL */
-        unsigned cap;    /* the GH_CAP_* bit that brought it in */
-        bool compat32;   /* an i386 library */
-        mode_t type;     /* S_IFREG, S_IFSOCK or S_IFDIR */
+        char *path;    /* absolute, inside the driver root, symlinks resolved */
+        char *soname;  /* libraries: DT_SONAME; else NULL */
+        unsigned cap;  /* the GH_CAP_* bit that brought it in */
+        bool compat32; /* an i386 library */
+        mode_t type;   /* S_IFREG, S_IFSOCK or S_IFDIR */
         dev_t st_dev;
         ino_t st_ino;
 };

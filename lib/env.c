@@ -29,10 +29,7 @@ static int env_get(const struct env *e, const char *name, const char **value, gh
         return 0;
 }
 
-static bool is_blank(char c)
-{
-        return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
+static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 /* Trimmed copy of s. */
 static char *strip(const char *s)
@@ -270,7 +267,8 @@ static int add_requirement(struct gh_env_decision *d, const char *name, const ch
         if (expr[0] == '\0')
                 return 0; /* an empty requirement requires nothing */
         if (d->n_requirements >= GH_ENV_MAX_REQUIREMENTS)
-                return gh_err(err, 0, "more than %d NVIDIA_REQUIRE_* requirements; merge them", GH_ENV_MAX_REQUIREMENTS);
+                return gh_err(err, 0, "more than %d NVIDIA_REQUIRE_* requirements; merge them",
+                              GH_ENV_MAX_REQUIREMENTS);
         if (gh_require_parse(expr, &parsed, err) < 0)
                 return gh_err_wrap(err, "%s", name);
         gh_require_free(parsed);
@@ -322,8 +320,10 @@ static int decide_requirements(const struct env *e, const struct gh_config *cfg,
                 if (env_get(e, "CUDA_VERSION", &v, err) < 0)
                         return -1;
                 if (gh_env_cuda_major_minor(v, mm, sizeof(mm)) < 0)
-                        return gh_err(err, 0, "CUDA_VERSION '%.64s' is not a version like 12.4 or 12.4.1; fix the image or set NVIDIA_DISABLE_REQUIRE=true",
-                                      v);
+                        return gh_err(
+                                err, 0,
+                                "CUDA_VERSION '%.64s' is not a version like 12.4 or 12.4.1; fix the image or set NVIDIA_DISABLE_REQUIRE=true",
+                                v);
                 snprintf(expr, sizeof(expr), "cuda>=%s", mm);
                 return add_requirement(d, "CUDA_VERSION", expr, err);
         }
@@ -341,7 +341,9 @@ static int decide_mig(const struct env *e, const char *name, bool privileged, bo
         if (v == NULL || (t = strip(v)) == NULL || t[0] == '\0')
                 return v != NULL && t == NULL ? gh_err(err, ENOMEM, "reading %s", name) : 0;
         if (!privileged)
-                return gh_err(err, 0, "%s is only honoured in privileged containers; unset it or run the container privileged", name);
+                return gh_err(err, 0,
+                              "%s is only honoured in privileged containers; unset it or run the container privileged",
+                              name);
         if (strcasecmp(t, "all") != 0)
                 return gh_err(err, 0, "%s='%.64s' is not supported; the only value is 'all'", name, t);
         *out = true;
@@ -380,7 +382,8 @@ static int decide_imex(const struct env *e, struct gh_env_decision *d, gh_error_
                 if (dup)
                         continue;
                 if (d->n_imex_channels >= GH_ENV_MAX_IMEX_CHANNELS)
-                        return gh_err(err, 0, "NVIDIA_IMEX_CHANNELS names more than %d channels", GH_ENV_MAX_IMEX_CHANNELS);
+                        return gh_err(err, 0, "NVIDIA_IMEX_CHANNELS names more than %d channels",
+                                      GH_ENV_MAX_IMEX_CHANNELS);
                 unsigned *grown = realloc(d->imex_channels, (d->n_imex_channels + 1) * sizeof(unsigned));
                 if (grown == NULL)
                         return gh_err(err, ENOMEM, "reading NVIDIA_IMEX_CHANNELS");
@@ -404,7 +407,8 @@ static int decide_mps(struct env *e, const struct gh_oci_spec *spec, const struc
         if (name == NULL)
                 return 0;
         if (gh_mps_name_check(name, err) < 0)
-                return gh_err_wrap(err, "%s", d->mps_from_env ? GH_ENV_MPS_GROUP : "annotation " GH_OCI_ANNOTATION_MPS_GROUP);
+                return gh_err_wrap(err, "%s",
+                                   d->mps_from_env ? GH_ENV_MPS_GROUP : "annotation " GH_OCI_ANNOTATION_MPS_GROUP);
         d->mps_group = strdup(name);
         return d->mps_group ? 0 : gh_err(err, ENOMEM, "reading the MPS group");
 }

@@ -27,16 +27,16 @@
 
 /* Where the device list came from (for logs and messages). */
 enum gh_env_devices_source {
-        GH_DEVICES_NONE,         /* nothing requested: not a GPU container */
-        GH_DEVICES_ENV,          /* NVIDIA_VISIBLE_DEVICES */
-        GH_DEVICES_LEGACY,       /* unset on a legacy CUDA image: all */
-        GH_DEVICES_SWARM,        /* a swarm-resource variable */
-        GH_DEVICES_VOLUME_MOUNTS,/* /dev/null mounted on /var/run/nvidia-container-devices/<id> */
+        GH_DEVICES_NONE,          /* nothing requested: not a GPU container */
+        GH_DEVICES_ENV,           /* NVIDIA_VISIBLE_DEVICES */
+        GH_DEVICES_LEGACY,        /* unset on a legacy CUDA image: all */
+        GH_DEVICES_SWARM,         /* a swarm-resource variable */
+        GH_DEVICES_VOLUME_MOUNTS, /* /dev/null mounted on /var/run/nvidia-container-devices/<id> */
 };
 
 struct gh_env_decision {
         bool gpu_container;
-        bool legacy_image;  /* CUDA_VERSION set, NVIDIA_REQUIRE_CUDA empty */
+        bool legacy_image; /* CUDA_VERSION set, NVIDIA_REQUIRE_CUDA empty */
         bool privileged;
         bool ignored_unprivileged; /* a device request was dropped by the privilege gate */
         enum gh_env_devices_source source;
@@ -44,8 +44,8 @@ struct gh_env_decision {
         unsigned capabilities;            /* GH_CAP_* with implications applied */
         char **requirements;              /* NULL-terminated */
         size_t n_requirements;
-        bool mig_config;                  /* NVIDIA_MIG_CONFIG_DEVICES=all */
-        bool mig_monitor;                 /* NVIDIA_MIG_MONITOR_DEVICES=all */
+        bool mig_config;  /* NVIDIA_MIG_CONFIG_DEVICES=all */
+        bool mig_monitor; /* NVIDIA_MIG_MONITOR_DEVICES=all */
         unsigned *imex_channels;
         size_t n_imex_channels;
         char *mps_group;   /* the MPS group to join: annotation, or the env var when the config allows */

@@ -110,18 +110,15 @@ int gh_err_kind(gh_error_t *err, enum gpuhook_error_kind kind)
         return -1;
 }
 
-enum gpuhook_error_kind gh_error_kind(const struct gpuhook_error *err)
-{
-        return err ? err->kind : GH_ERR_FAILURE;
-}
+enum gpuhook_error_kind gh_error_kind(const struct gpuhook_error *err) { return err ? err->kind : GH_ERR_FAILURE; }
 
 /* The one kind -> exit status table. */
 static const struct {
         enum gpuhook_error_kind kind;
         int status;
 } exit_status[] = {
-        { GH_ERR_FAILURE, 1 }, { GH_ERR_SYSTEM, 1 }, { GH_ERR_USAGE, 2 }, { GH_ERR_NO_DRIVER, 3 },
-        { GH_ERR_REQUIREMENT, 4 },
+        { GH_ERR_FAILURE, 1 },   { GH_ERR_SYSTEM, 1 },      { GH_ERR_USAGE, 2 },
+        { GH_ERR_NO_DRIVER, 3 }, { GH_ERR_REQUIREMENT, 4 },
 };
 
 int gh_error_exit_status(const struct gpuhook_error *err)
@@ -154,7 +151,4 @@ void gh_error_free(gh_error_t *err)
         *err = NULL;
 }
 
-__attribute__((visibility("default"))) void gpuhook_error_free(struct gpuhook_error *e)
-{
-        gh_error_free(&e);
-}
+__attribute__((visibility("default"))) void gpuhook_error_free(struct gpuhook_error *e) { gh_error_free(&e); }

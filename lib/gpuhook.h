@@ -53,13 +53,13 @@ int gpuhook_load_gpus(struct gpuhook_ctx *ctx, bool with_nvml, struct gpuhook_er
 /* What gpuhook_load_gpus() found; strings stay valid until the next load or gpuhook_ctx_free().
  * brand, architecture and cuda_version are "" when NVML was not asked. */
 struct gpuhook_gpu_info {
-        unsigned index;            /* position in bus-id order: the number NVIDIA_VISIBLE_DEVICES uses */
-        unsigned minor;            /* /dev/nvidia<minor> */
-        const char *uuid;          /* "GPU-..." */
-        const char *bus_id;        /* "0000:00:06.0" */
+        unsigned index;     /* position in bus-id order: the number NVIDIA_VISIBLE_DEVICES uses */
+        unsigned minor;     /* /dev/nvidia<minor> */
+        const char *uuid;   /* "GPU-..." */
+        const char *bus_id; /* "0000:00:06.0" */
         const char *model;
         const char *brand;
-        const char *architecture;  /* compute capability, "9.0" */
+        const char *architecture; /* compute capability, "9.0" */
         unsigned mig_devices;
 };
 int gpuhook_gpu(const struct gpuhook_ctx *ctx, unsigned index, struct gpuhook_gpu_info *info);
@@ -72,8 +72,8 @@ const char *gpuhook_cuda_version(const struct gpuhook_ctx *ctx);
  * requirements: NULL-terminated expressions ("cuda>=12.0") or NULL.  Returns 0, or -1 and fills
  * *err, whose kind tells GPUHOOK_ERR_NO_DRIVER and GPUHOOK_ERR_REQUIREMENT from other failures. */
 enum {
-        GPUHOOK_NO_CGROUPS = 1 << 0,  /* leave the device cgroup alone */
-        GPUHOOK_NO_DEVBIND = 1 << 1,  /* mknod device nodes instead of bind-mounting them */
+        GPUHOOK_NO_CGROUPS = 1 << 0, /* leave the device cgroup alone */
+        GPUHOOK_NO_DEVBIND = 1 << 1, /* mknod device nodes instead of bind-mounting them */
 };
 int gpuhook_configure(struct gpuhook_ctx *ctx, pid_t pid, const char *rootfs, const char *devices,
                       const char *capabilities, const char *const *requirements, unsigned flags,

@@ -8,11 +8,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define GH_UUID_MAX 96   /* "GPU-<36>" is 40; legacy MIG UUIDs "MIG-GPU-<36>/<gi>/<ci>" are longer */
-#define GH_BUSID_MAX 32  /* normalised "0000:00:06.0" (lowercase hex, 4-digit domain) */
+#define GH_UUID_MAX 96  /* "GPU-<36>" is 40; legacy MIG UUIDs "MIG-GPU-<36>/<gi>/<ci>" are longer */
+#define GH_BUSID_MAX 32 /* normalised "0000:00:06.0" (lowercase hex, 4-digit domain) */
 #define GH_MODEL_MAX 96
 #define GH_BRAND_MAX 32
-#define GH_ARCH_MAX 16   /* compute capability "9.0" */
+#define GH_ARCH_MAX 16 /* compute capability "9.0" */
 #define GH_VERSION_MAX 32
 
 struct gh_mig {
@@ -45,12 +45,12 @@ struct gh_gpu_list {
         char cuda_version[16];               /* "13.0"; "" on the fast path */
         struct gh_gpu *gpus;
         size_t n;
-        bool from_nvml;                      /* NVML's facts are here (asked now, or from the cache) */
+        bool from_nvml; /* NVML's facts are here (asked now, or from the cache) */
         enum gh_gpus_origin {
-                GH_ORIGIN_PROC,              /* the fast path */
-                GH_ORIGIN_NVML,              /* the NVML service, now */
-                GH_ORIGIN_CACHE,             /* the driver-state cache (statecache.h) */
-                GH_ORIGIN_CUDA,              /* the fast path, and the CUDA version from libcuda */
+                GH_ORIGIN_PROC,  /* the fast path */
+                GH_ORIGIN_NVML,  /* the NVML service, now */
+                GH_ORIGIN_CACHE, /* the driver-state cache (statecache.h) */
+                GH_ORIGIN_CUDA,  /* the fast path, and the CUDA version from libcuda */
         } origin;
 };
 
@@ -65,20 +65,23 @@ enum gh_gpus_source {
 
 struct gh_gpus_opts {
         enum gh_gpus_source source;
-        uid_t uid; /* identity of the driver service child; (uid_t) -1 = the overflow uid */
-        gid_t gid; /* (gid_t) -1 = the overflow gid */
+        uid_t uid;      /* identity of the driver service child; (uid_t) -1 = the overflow uid */
+        gid_t gid;      /* (gid_t) -1 = the overflow gid */
         int timeout_ms; /* per RPC; <= 0 = the default (5 s) */
         /* GH_GPUS_NVML only: the driver-state cache file (statecache.h), NULL = none.  A hit answers
          * without starting the service; a miss asks NVML and then saves the answer. */
         const char *state_file;
-        bool refresh; /* skip the lookup: always ask NVML, then save */
+        bool refresh;    /* skip the lookup: always ask NVML, then save */
         bool with_usage; /* NVML only: also each GPU's utilisation, memory and processes */
         /* GH_GPUS_NVML: of NVML's facts only the CUDA version is needed.  When the cache misses (or
          * there is none) the GPUs come from the fast path and the CUDA version from libcuda
          * (GH_ORIGIN_CUDA); NVML is asked only if that fails.  That answer is not saved. */
         bool cuda_enough;
 };
-#define GH_GPUS_OPTS_DEFAULT { .source = GH_GPUS_NVML, .uid = (uid_t) -1, .gid = (gid_t) -1, .timeout_ms = 0, .with_usage = false }
+#define GH_GPUS_OPTS_DEFAULT                                                                                           \
+        {                                                                                                              \
+                .source = GH_GPUS_NVML, .uid = (uid_t) -1, .gid = (gid_t) -1, .timeout_ms = 0, .with_usage = false     \
+        }
 
 void gh_gpu_list_free(struct gh_gpu_list *list);
 #define _cleanup_gpu_list_ __attribute__((cleanup(gh_gpu_list_free)))

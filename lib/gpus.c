@@ -271,13 +271,14 @@ int gh_gpus_read_mig_caps(int rootfd, struct gh_gpu_list *list, gh_error_t *err)
                                  mig->gi);
                         if (read_cap_minor(rootfd, path, &mig->gi_cap_minor, &gi_found, err) < 0)
                                 return -1;
-                        snprintf(path, sizeof(path), PROC_NVIDIA "/capabilities/gpu%u/mig/gi%u/ci%u/access",
-                                 gpu->minor, mig->gi, mig->ci);
+                        snprintf(path, sizeof(path), PROC_NVIDIA "/capabilities/gpu%u/mig/gi%u/ci%u/access", gpu->minor,
+                                 mig->gi, mig->ci);
                         if (read_cap_minor(rootfd, path, &mig->ci_cap_minor, &ci_found, err) < 0)
                                 return -1;
                         mig->has_caps = gi_found && ci_found;
                         if (!mig->has_caps)
-                                gh_debug("MIG device %s: no capability files for gi%u/ci%u", mig->uuid, mig->gi, mig->ci);
+                                gh_debug("MIG device %s: no capability files for gi%u/ci%u", mig->uuid, mig->gi,
+                                         mig->ci);
                 }
         }
         return 0;
@@ -407,4 +408,3 @@ int gh_gpus_load(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list
         }
         return 0;
 }
-

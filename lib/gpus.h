@@ -22,7 +22,6 @@ int gh_gpus_load(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list
 /* The fast path alone. */
 int gh_gpus_fast(int rootfd, struct gh_gpu_list *list, gh_error_t *err);
 
-
 /* Reads proc/driver/nvidia/version under the root: the NVRM version ("580.95.05"). */
 int gh_gpus_driver_version(int rootfd, char *buf, size_t size, gh_error_t *err);
 
@@ -30,13 +29,9 @@ int gh_gpus_driver_version(int rootfd, char *buf, size_t size, gh_error_t *err);
  * gpu's minor, uuid, busid and model.  Fields may be separated by tabs or spaces in any amount;
  * unknown lines are ignored.  `what` names the file in errors.  A missing Device Minor or GPU UUID
  * is an error. */
-int gh_gpus_parse_information(const char *text, size_t len, const char *what, struct gh_gpu *gpu,
-                              gh_error_t *err);
-
+int gh_gpus_parse_information(const char *text, size_t len, const char *what, struct gh_gpu *gpu, gh_error_t *err);
 
 /* Fills the MIG devices' cap minors from proc/driver/nvidia/capabilities under the root. */
 int gh_gpus_read_mig_caps(int rootfd, struct gh_gpu_list *list, gh_error_t *err);
-
-
 
 #endif

@@ -13,7 +13,12 @@
 #include "readfile.h"
 
 enum key_type {
-        KEY_BOOL, KEY_STRING, KEY_PATH, KEY_OPT_STRING, KEY_OPT_PATH, KEY_LDCONFIG,
+        KEY_BOOL,
+        KEY_STRING,
+        KEY_PATH,
+        KEY_OPT_STRING,
+        KEY_OPT_PATH,
+        KEY_LDCONFIG,
         KEY_NAMES,    /* environment variable names */
         KEY_PROGRAMS, /* program names (looked up on PATH) or absolute paths, at least one */
         KEY_CAPS,
@@ -26,8 +31,14 @@ struct key {
         size_t count_offset; /* KEY_NAMES: where the number of names goes */
 };
 
-#define K(name, type, field) { name, type, offsetof(struct gh_config, field), 0 }
-#define KN(name, type, field, count) { name, type, offsetof(struct gh_config, field), offsetof(struct gh_config, count) }
+#define K(name, type, field)                                                                                           \
+        {                                                                                                              \
+                name, type, offsetof(struct gh_config, field), 0                                                       \
+        }
+#define KN(name, type, field, count)                                                                                   \
+        {                                                                                                              \
+                name, type, offsetof(struct gh_config, field), offsetof(struct gh_config, count)                       \
+        }
 
 static const struct key top_keys[] = {
         K("accept-visible-devices-envvar-when-unprivileged", KEY_BOOL, accept_envvar_unprivileged),
@@ -43,11 +54,16 @@ static const struct key mps_keys[] = {
 };
 
 static const struct key cli_keys[] = {
-        K("root", KEY_PATH, cli.root),          K("path", KEY_PATH, cli.path),
-        K("ldcache", KEY_OPT_PATH, cli.ldcache), K("ldconfig", KEY_LDCONFIG, cli.ldconfig),
-        K("no-cgroups", KEY_BOOL, cli.no_cgroups), K("user", KEY_OPT_STRING, cli.user),
-        K("load-kmods", KEY_BOOL, cli.load_kmods), K("debug", KEY_OPT_PATH, cli.debug),
-        K("state-file", KEY_OPT_PATH, cli.state_file), K("no-cache", KEY_BOOL, cli.no_cache),
+        K("root", KEY_PATH, cli.root),
+        K("path", KEY_PATH, cli.path),
+        K("ldcache", KEY_OPT_PATH, cli.ldcache),
+        K("ldconfig", KEY_LDCONFIG, cli.ldconfig),
+        K("no-cgroups", KEY_BOOL, cli.no_cgroups),
+        K("user", KEY_OPT_STRING, cli.user),
+        K("load-kmods", KEY_BOOL, cli.load_kmods),
+        K("debug", KEY_OPT_PATH, cli.debug),
+        K("state-file", KEY_OPT_PATH, cli.state_file),
+        K("no-cache", KEY_BOOL, cli.no_cache),
 };
 
 static const struct key log_keys[] = {
@@ -93,7 +109,7 @@ static int set_names(char ***field, size_t *count, json_t *v, const char *key, b
         names = calloc(json_array_size(v) + 1, sizeof(char *));
         if (names == NULL)
                 return gh_err(err, ENOMEM, "\"%s\"", key);
-        json_array_foreach(v, i, item) {
+        json_array_foreach (v, i, item) {
                 const char *s = json_string_value(item);
                 if (s == NULL || s[0] == '\0' || strlen(s) != json_string_length(item) ||
                     (!programs && strchr(s, '=') != NULL))
@@ -124,7 +140,8 @@ static int set_key(struct gh_config *cfg, const struct key *k, const char *key, 
                 return 0;
         case KEY_NAMES:
         case KEY_PROGRAMS:
-                return set_names(field, (size_t *) ((char *) cfg + k->count_offset), v, key, k->type == KEY_PROGRAMS, err);
+                return set_names(field, (size_t *) ((char *) cfg + k->count_offset), v, key, k->type == KEY_PROGRAMS,
+                                 err);
         case KEY_CAPS: {
                 unsigned mask;
                 if (!json_is_string(v))
@@ -138,10 +155,8 @@ static int set_key(struct gh_config *cfg, const struct key *k, const char *key, 
         case KEY_PATH:
         case KEY_OPT_STRING:
         case KEY_OPT_PATH:
-        case KEY_LDCONFIG:
-                break;
-        default:
-                return gh_err(err, 0, "\"%s\": internal error: unknown key type", key);
+        case KEY_LDCONFIG: break;
+        default: return gh_err(err, 0, "\"%s\": internal error: unknown key type", key);
         }
 
         if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
@@ -170,7 +185,7 @@ static int apply_object(struct gh_config *cfg, json_t *obj, const struct key *ke
         const char *name;
         json_t *v;
 
-        json_object_foreach(obj, name, v) {
+        json_object_foreach (obj, name, v) {
                 char full[256];
                 const struct key *k = NULL;
 
@@ -189,7 +204,8 @@ static int apply_object(struct gh_config *cfg, json_t *obj, const struct key *ke
                         if (prefix[0] == '\0' && strcmp(name, "runtime") == 0) {
                                 if (!json_is_object(v))
                                         return gh_err(err, 0, "\"runtime\" must be an object");
-                                if (apply_object(cfg, v, runtime_keys, GH_ARRAY_SIZE(runtime_keys), "runtime.", err) < 0)
+                                if (apply_object(cfg, v, runtime_keys, GH_ARRAY_SIZE(runtime_keys), "runtime.", err) <
+                                    0)
                                         return -1;
                                 continue;
                         }

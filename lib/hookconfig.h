@@ -20,8 +20,8 @@ struct gh_config {
         bool disable_require;            /* disable-require: false */
         char **swarm_resource;           /* swarm-resource: variable names, NULL-terminated */
         size_t n_swarm_resource;
-        unsigned supported_caps;         /* supported-driver-capabilities: GH_CAP_ALL */
-        bool accept_mps_envvar;          /* accept-mps-group-envvar: false */
+        unsigned supported_caps; /* supported-driver-capabilities: GH_CAP_ALL */
+        bool accept_mps_envvar;  /* accept-mps-group-envvar: false */
         struct {
                 char *dir; /* "/run/gpu-hook/mps" (GH_MPS_DEFAULT_DIR) */
         } mps;
@@ -31,20 +31,20 @@ struct gh_config {
                 char *ldcache;  /* NULL: gpu-cli's default */
                 char *ldconfig; /* NULL: gpu-cli writes the cache itself */
                 bool no_cgroups;
-                char *user;     /* NULL: gpu-cli's default */
+                char *user; /* NULL: gpu-cli's default */
                 bool load_kmods;
-                char *debug;    /* NULL: no debug file */
+                char *debug;      /* NULL: no debug file */
                 char *state_file; /* NULL: gpu-cli's default driver-state cache */
-                bool no_cache;  /* gpu-cli --no-cache */
+                bool no_cache;    /* gpu-cli --no-cache */
         } cli;
         struct {
                 char *file; /* "/var/log/gpu-hook.log"; NULL: no log line */
         } log;
         /* gpu-runtime only (docs/engines.md): the OCI runtime it execs and the hook it adds. */
         struct {
-                char **runtimes;  /* "runtimes": names (searched on PATH) or absolute paths; ["runc"] */
+                char **runtimes; /* "runtimes": names (searched on PATH) or absolute paths; ["runc"] */
                 size_t n_runtimes;
-                char *hook_path;  /* "hook-path": GPUHOOK_HOOK_PATH */
+                char *hook_path; /* "hook-path": GPUHOOK_HOOK_PATH */
         } runtime;
 };
 

@@ -12,7 +12,7 @@
 
 struct gh_hooklog {
         const char *stage;
-        char *trace_id;   /* the container id */
+        char *trace_id; /* the container id */
         int container_pid;
         json_t *decision; /* owned; NULL until decided */
         struct timespec start, mark;
@@ -23,7 +23,7 @@ struct gh_hooklog {
         size_t n_phases;
         const char *result; /* "configured", "skipped", "error" */
         int exit_code;
-        char *error;        /* owned */
+        char *error; /* owned */
 };
 
 void gh_hooklog_start(struct gh_hooklog *log, const char *stage);

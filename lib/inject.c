@@ -146,17 +146,10 @@ int gh_plan_apply(struct gh_plan *plan, int rootfd, gh_error_t *err)
                         r = plan->no_devbind ? make_device_node(rootfd, it, &e)
                                              : gh_attach(&it->source, rootfd, it->dst, GH_TARGET_FILE, it->flags, &e);
                         break;
-                case GH_ITEM_FILE:
-                        r = gh_attach(&it->source, rootfd, it->dst, GH_TARGET_FILE, it->flags, &e);
-                        break;
-                case GH_ITEM_DIR:
-                        r = gh_attach(&it->source, rootfd, it->dst, GH_TARGET_DIR, it->flags, &e);
-                        break;
-                case GH_ITEM_SYMLINK:
-                        r = gh_create_symlink(rootfd, it->dst, it->target, &e);
-                        break;
-                default:
-                        r = gh_err(&e, EINVAL, "unknown plan item");
+                case GH_ITEM_FILE: r = gh_attach(&it->source, rootfd, it->dst, GH_TARGET_FILE, it->flags, &e); break;
+                case GH_ITEM_DIR: r = gh_attach(&it->source, rootfd, it->dst, GH_TARGET_DIR, it->flags, &e); break;
+                case GH_ITEM_SYMLINK: r = gh_create_symlink(rootfd, it->dst, it->target, &e); break;
+                default: r = gh_err(&e, EINVAL, "unknown plan item");
                 }
                 if (r < 0 && it->optional) {
                         gh_warn("%s (skipped)", e->msg);
@@ -173,4 +166,3 @@ int gh_plan_apply(struct gh_plan *plan, int rootfd, gh_error_t *err)
                 return -1;
         return 0;
 }
-

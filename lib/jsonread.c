@@ -22,8 +22,8 @@ static int fail(struct parser *p, const char *why)
 
 static void skip_ws(struct parser *p)
 {
-        while (p->pos < p->len && (p->s[p->pos] == ' ' || p->s[p->pos] == '\t' || p->s[p->pos] == '\n' ||
-                                   p->s[p->pos] == '\r'))
+        while (p->pos < p->len &&
+               (p->s[p->pos] == ' ' || p->s[p->pos] == '\t' || p->s[p->pos] == '\n' || p->s[p->pos] == '\r'))
                 p->pos++;
 }
 
@@ -50,10 +50,10 @@ static int hex4(struct parser *p, unsigned *out)
                 return fail(p, "a \\u escape needs four hex digits");
         for (int i = 0; i < 4; i++) {
                 char c = p->s[p->pos++];
-                unsigned d = c >= '0' && c <= '9' ? (unsigned) (c - '0')
-                           : c >= 'a' && c <= 'f' ? (unsigned) (c - 'a' + 10)
-                           : c >= 'A' && c <= 'F' ? (unsigned) (c - 'A' + 10)
-                                                  : 16u;
+                unsigned d = c >= '0' && c <= '9'   ? (unsigned) (c - '0')
+                             : c >= 'a' && c <= 'f' ? (unsigned) (c - 'a' + 10)
+                             : c >= 'A' && c <= 'F' ? (unsigned) (c - 'A' + 10)
+                                                    : 16u;
                 if (d == 16)
                         return fail(p, "a \\u escape needs four hex digits");
                 *out = *out << 4 | d;
@@ -145,8 +145,7 @@ static int parse_string(struct parser *p, char **out)
                         }
                         n += put_utf8(o + n, cp);
                         break;
-                default:
-                        fail(p, "an unknown escape in a string");
+                default: fail(p, "an unknown escape in a string");
                 }
                 if (p->why != NULL) {
                         free(o);
@@ -254,8 +253,13 @@ static int parse_container(struct parser *p, int node, bool object, int depth)
 
 static int parse_value(struct parser *p, int depth)
 {
-        static const struct { const char *word; enum gh_json_type type; } literals[] = {
-                { "true", GH_JSON_BOOL }, { "false", GH_JSON_BOOL }, { "null", GH_JSON_NULL },
+        static const struct {
+                const char *word;
+                enum gh_json_type type;
+        } literals[] = {
+                { "true", GH_JSON_BOOL },
+                { "false", GH_JSON_BOOL },
+                { "null", GH_JSON_NULL },
         };
         int node;
         char c;

@@ -16,10 +16,10 @@ enum gh_json_type { GH_JSON_NULL, GH_JSON_BOOL, GH_JSON_NUMBER, GH_JSON_STRING, 
 
 struct gh_json_node {
         enum gh_json_type type;
-        char *key;   /* a member of an object: its name (decoded) */
-        char *str;   /* STRING: the decoded value, NUL-terminated */
-        int child;   /* ARRAY, OBJECT: the first element, -1 when empty */
-        int next;    /* the next element of the parent, -1 at the end */
+        char *key; /* a member of an object: its name (decoded) */
+        char *str; /* STRING: the decoded value, NUL-terminated */
+        int child; /* ARRAY, OBJECT: the first element, -1 when empty */
+        int next;  /* the next element of the parent, -1 at the end */
 };
 
 struct gh_json {

@@ -46,7 +46,8 @@ static int read_container_cache(int rootfd, int procfd, struct gh_ldcache **cach
         while ((n = read(fd, buf, sizeof(buf))) > 0) {
                 total += (size_t) n;
                 if (total > GH_LDCACHE_MAX_SIZE) {
-                        gh_warn("the container's " CACHE " is larger than %u bytes; building one from its /etc/ld.so.conf",
+                        gh_warn("the container's " CACHE
+                                " is larger than %u bytes; building one from its /etc/ld.so.conf",
                                 GH_LDCACHE_MAX_SIZE);
                         return 0;
                 }

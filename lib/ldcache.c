@@ -196,8 +196,9 @@ int gh_ldcache_open(int fd, const char *name, struct gh_ldcache **out, gh_error_
         if (!S_ISREG(st.st_mode))
                 return gh_err(err, 0, "ld.so cache %s is not a regular file; regenerate it with ldconfig", name);
         if (st.st_size == 0 || (uint64_t) st.st_size > GH_LDCACHE_MAX_SIZE)
-                return gh_err(err, 0, "ld.so cache %s has an implausible size (%lld bytes); regenerate it with ldconfig",
-                              name, (long long) st.st_size);
+                return gh_err(err, 0,
+                              "ld.so cache %s has an implausible size (%lld bytes); regenerate it with ldconfig", name,
+                              (long long) st.st_size);
         c = calloc(1, sizeof(*c));
         if (c == NULL || (c->name = strdup(name)) == NULL) {
                 gh_ldcache_close(c);
@@ -248,10 +249,7 @@ int gh_ldcache_libcmp(const char *a, const char *b)
         return *a - *b;
 }
 
-static bool str_eq(const char *a, const char *b)
-{
-        return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
-}
+static bool str_eq(const char *a, const char *b) { return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0); }
 
 static void entry_free(struct gh_ldcache_entry *e)
 {
@@ -299,8 +297,7 @@ int gh_ldcache_set_add(struct gh_ldcache_set *set, const struct gh_ldcache_entry
         return 0;
 }
 
-int gh_ldcache_set_merge(struct gh_ldcache_set *set, const struct gh_ldcache_entry *news, size_t n,
-                         gh_error_t *err)
+int gh_ldcache_set_merge(struct gh_ldcache_set *set, const struct gh_ldcache_entry *news, size_t n, gh_error_t *err)
 {
         size_t keep = 0;
 
@@ -323,10 +320,7 @@ int gh_ldcache_set_merge(struct gh_ldcache_set *set, const struct gh_ldcache_ent
         return 0;
 }
 
-static int popcount64(uint64_t v)
-{
-        return __builtin_popcountll(v);
-}
+static int popcount64(uint64_t v) { return __builtin_popcountll(v); }
 
 /* ldconfig's order (elf/cache.c compare()): names descending by libcmp, then flags descending,
  * glibc-hwcaps entries before plain ones (ld.so stops at the first plain one), hwcaps names
@@ -355,10 +349,7 @@ static int entry_order(const void *pa, const void *pb)
         return a < b ? -1 : a > b;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-        return strcmp(*(const char *const *) a, *(const char *const *) b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *) a, *(const char *const *) b); }
 
 struct buf {
         uint8_t *p;
@@ -462,9 +453,9 @@ static int build(const struct gh_ldcache_entry *entries, size_t n, struct buf *b
         {
                 uint32_t nsec = ndirs ? 2 : 1;
                 size_t hw_at = ext_off + 8 + nsec * 16, gen_at = hw_at + ndirs * 4;
-                if (buf_put32(b, EXT_MAGIC) < 0 || buf_put32(b, nsec) < 0 ||
-                    buf_put32(b, EXT_TAG_GENERATOR) < 0 || buf_put32(b, 0) < 0 ||
-                    buf_put32(b, (uint32_t) gen_at) < 0 || buf_put32(b, sizeof(generator) - 1) < 0)
+                if (buf_put32(b, EXT_MAGIC) < 0 || buf_put32(b, nsec) < 0 || buf_put32(b, EXT_TAG_GENERATOR) < 0 ||
+                    buf_put32(b, 0) < 0 || buf_put32(b, (uint32_t) gen_at) < 0 ||
+                    buf_put32(b, sizeof(generator) - 1) < 0)
                         return gh_err(err, E2BIG, "building the cache");
                 if (ndirs && (buf_put32(b, EXT_TAG_HWCAPS) < 0 || buf_put32(b, 0) < 0 ||
                               buf_put32(b, (uint32_t) hw_at) < 0 || buf_put32(b, (uint32_t) (ndirs * 4)) < 0))
@@ -493,8 +484,7 @@ static int write_all(int fd, const uint8_t *p, size_t len)
         return 0;
 }
 
-int gh_ldcache_write(int dirfd, const char *name, const struct gh_ldcache_entry *entries, size_t n,
-                     gh_error_t *err)
+int gh_ldcache_write(int dirfd, const char *name, const struct gh_ldcache_entry *entries, size_t n, gh_error_t *err)
 {
         _cleanup_close_ int fd = -1;
         struct buf b = { 0 };

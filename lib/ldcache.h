@@ -19,8 +19,8 @@
 #include "error.h"
 
 /* Entry flags (glibc's FLAG_*): the type in the low byte, the architecture in the next. */
-#define GH_LDCACHE_FLAG_LIBC4 0x0000     /* a.out */
-#define GH_LDCACHE_FLAG_ELF 0x0001       /* ELF, libc unknown: ldconfig's mark for a library without libc */
+#define GH_LDCACHE_FLAG_LIBC4 0x0000 /* a.out */
+#define GH_LDCACHE_FLAG_ELF 0x0001   /* ELF, libc unknown: ldconfig's mark for a library without libc */
 #define GH_LDCACHE_FLAG_ELF_LIBC5 0x0002
 #define GH_LDCACHE_FLAG_ELF_LIBC6 0x0003
 #define GH_LDCACHE_FLAG_X8664_LIB64 0x0300
@@ -32,11 +32,11 @@
 #define GH_LDCACHE_MAX_SIZE (64u << 20)
 
 struct gh_ldcache_entry {
-        const char *key;     /* library name as ld.so looks it up, normally the SONAME */
-        const char *value;   /* path of the library */
-        int32_t flags;       /* GH_LDCACHE_FLAGS_X86_64, GH_LDCACHE_FLAGS_I386, ... */
-        uint64_t hwcap;      /* legacy hwcap bits; for glibc-hwcaps entries the ISA level bits only */
-        const char *hwcaps;  /* glibc-hwcaps subdirectory ("x86-64-v3") or NULL */
+        const char *key;    /* library name as ld.so looks it up, normally the SONAME */
+        const char *value;  /* path of the library */
+        int32_t flags;      /* GH_LDCACHE_FLAGS_X86_64, GH_LDCACHE_FLAGS_I386, ... */
+        uint64_t hwcap;     /* legacy hwcap bits; for glibc-hwcaps entries the ISA level bits only */
+        const char *hwcaps; /* glibc-hwcaps subdirectory ("x86-64-v3") or NULL */
 };
 
 /* A mapped cache.  Entries (in file order) point into the mapping. */
@@ -67,16 +67,14 @@ int gh_ldcache_set_add(struct gh_ldcache_set *set, const struct gh_ldcache_entry
 
 /* Adds n new entries; each replaces every existing entry with the same key and flags, so the
  * injected library wins over an image's own one of that name. */
-int gh_ldcache_set_merge(struct gh_ldcache_set *set, const struct gh_ldcache_entry *news, size_t n,
-                         gh_error_t *err);
+int gh_ldcache_set_merge(struct gh_ldcache_set *set, const struct gh_ldcache_entry *news, size_t n, gh_error_t *err);
 
 void gh_ldcache_set_free(struct gh_ldcache_set *set);
 
 /* Writes entries (any order) as a new-format cache named `name` in the directory dirfd: a temp
  * file created there with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0644, then renameat() over name (a
  * symlink at name is replaced, never followed). */
-int gh_ldcache_write(int dirfd, const char *name, const struct gh_ldcache_entry *entries, size_t n,
-                     gh_error_t *err);
+int gh_ldcache_write(int dirfd, const char *name, const struct gh_ldcache_entry *entries, size_t n, gh_error_t *err);
 
 struct gh_plan;
 

@@ -129,7 +129,7 @@ void gh_ldconf_free(struct gh_ldconf *c)
 
 struct loader {
         int rootfd, procfd;
-        unsigned files;   /* configuration files opened */
+        unsigned files; /* configuration files opened */
         bool warned_depth, warned_files;
         size_t looked_at; /* directory entries read while expanding patterns */
         struct gh_ldconf *dirs;
@@ -166,10 +166,7 @@ static int strv_add(struct strv *s, char *p, gh_error_t *err)
         return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *) a, *(char *const *) b); }
 
 static bool has_magic(const char *s, size_t len)
 {
@@ -209,8 +206,8 @@ static int glob_in_root(struct loader *l, const char *pattern, struct strv *out,
                         }
                         _cleanup_free_ char *comp = strndup(p, len);
                         _cleanup_error_ gh_error_t e = NULL;
-                        _cleanup_close_ int dfd = gh_resolve(l->rootfd, cur.v[i][0] ? cur.v[i] : "/",
-                                                             O_RDONLY | O_DIRECTORY, &e);
+                        _cleanup_close_ int dfd =
+                                gh_resolve(l->rootfd, cur.v[i][0] ? cur.v[i] : "/", O_RDONLY | O_DIRECTORY, &e);
                         _cleanup_closedir_ DIR *d = NULL;
                         struct dirent *de;
 

@@ -15,10 +15,10 @@
 
 #include "error.h"
 
-#define GH_LDCONF_MAX_FILE (256u << 10) /* a larger configuration file is ignored, with a warning */
-#define GH_LDCONF_MAX_FILES 256         /* configuration files read, includes counted */
-#define GH_LDCONF_MAX_DEPTH 16          /* include nesting (an include loop stops here) */
-#define GH_LDCONF_MAX_DIRS 4096         /* directories collected */
+#define GH_LDCONF_MAX_FILE (256u << 10)  /* a larger configuration file is ignored, with a warning */
+#define GH_LDCONF_MAX_FILES 256          /* configuration files read, includes counted */
+#define GH_LDCONF_MAX_DEPTH 16           /* include nesting (an include loop stops here) */
+#define GH_LDCONF_MAX_DIRS 4096          /* directories collected */
 #define GH_LDCONF_MAX_GLOB_ENTRIES 65536 /* directory entries looked at while expanding includes */
 
 /* glibc's FLAG_ANY: the line gave no (known) library type. */

@@ -70,10 +70,7 @@
 
 static unsigned timeout_ms = GH_LDCONFIG_TIMEOUT_MS;
 
-void gh_ldconfig_set_timeout(unsigned ms)
-{
-        timeout_ms = ms ? ms : GH_LDCONFIG_TIMEOUT_MS;
-}
+void gh_ldconfig_set_timeout(unsigned ms) { timeout_ms = ms ? ms : GH_LDCONFIG_TIMEOUT_MS; }
 
 /* A dynamically linked ldconfig would load the image's ld.so and libc, i.e. run the image's
  * code; a script would need an interpreter from the image.  Only static ELF programs qualify. */
@@ -84,20 +81,24 @@ static int check_static_elf(int fd, const char *path, gh_error_t *err)
 
         if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t) sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
                 if (pread(fd, &eh, 2, 0) == 2 && memcmp(&eh, "#!", 2) == 0)
-                        return gh_err(err, 0, "--ldconfig=@%s is a script: give the ELF program it runs "
-                                              "(on Ubuntu @/sbin/ldconfig.real)", path);
+                        return gh_err(err, 0,
+                                      "--ldconfig=@%s is a script: give the ELF program it runs "
+                                      "(on Ubuntu @/sbin/ldconfig.real)",
+                                      path);
                 return gh_err(err, 0, "--ldconfig=@%s is not an ELF program: give the host's ldconfig binary", path);
         }
-        if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != GH_ELF_MACHINE ||
-            eh.e_phentsize != sizeof(ph) || eh.e_phnum > 256)
+        if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != GH_ELF_MACHINE || eh.e_phentsize != sizeof(ph) ||
+            eh.e_phnum > 256)
                 return gh_err(err, 0, "--ldconfig=@%s is not a program for this machine", path);
         for (unsigned i = 0; i < eh.e_phnum; i++) {
                 if (pread(fd, &ph, sizeof(ph), (off_t) (eh.e_phoff + i * sizeof(ph))) != (ssize_t) sizeof(ph))
                         return gh_err(err, 0, "--ldconfig=@%s: truncated ELF program headers", path);
                 if (ph.p_type == PT_INTERP)
-                        return gh_err(err, 0, "--ldconfig=@%s is dynamically linked and would load the image's "
-                                              "libraries: give a statically linked ldconfig (Debian's /sbin/ldconfig, "
-                                              "Ubuntu's /sbin/ldconfig.real)", path);
+                        return gh_err(err, 0,
+                                      "--ldconfig=@%s is dynamically linked and would load the image's "
+                                      "libraries: give a statically linked ldconfig (Debian's /sbin/ldconfig, "
+                                      "Ubuntu's /sbin/ldconfig.real)",
+                                      path);
         }
         return 0;
 }
@@ -124,8 +125,9 @@ int gh_ldconfig_open(const char *spec, gh_error_t *err)
         int r;
 
         if (spec == NULL || spec[0] != '@')
-                return gh_err(err, 0, "--ldconfig=%s: only the host's ldconfig runs, given as @/path "
-                                      "(the image's ldconfig is never executed); use --ldconfig=@/sbin/ldconfig",
+                return gh_err(err, 0,
+                              "--ldconfig=%s: only the host's ldconfig runs, given as @/path "
+                              "(the image's ldconfig is never executed); use --ldconfig=@/sbin/ldconfig",
                               spec ? spec : "");
         path = spec + 1;
         if (path[0] != '/')
@@ -138,7 +140,8 @@ int gh_ldconfig_open(const char *spec, gh_error_t *err)
         if (!S_ISREG(st.st_mode) || !(st.st_mode & 0111))
                 return gh_err(err, 0, "--ldconfig=@%s is not an executable file", path);
         if (st.st_size > MAX_BINARY_SIZE)
-                return gh_err(err, 0, "--ldconfig=@%s is larger than %d MiB: not an ldconfig", path, MAX_BINARY_SIZE >> 20);
+                return gh_err(err, 0, "--ldconfig=@%s is larger than %d MiB: not an ldconfig", path,
+                              MAX_BINARY_SIZE >> 20);
         if (check_static_elf(fd, path, err) < 0)
                 return -1;
 
@@ -167,15 +170,17 @@ int gh_ldconfig_open(const char *spec, gh_error_t *err)
 /* Syscalls of glibc's static ldconfig (strace -f of `ldconfig DIR...` with ld.so.conf includes,
  * stale links and an existing cache) plus what libc may call on error paths (abort, messages). */
 static const int allowed_syscalls[] = {
-        __NR_read, __NR_write, __NR_pread64, __NR_readv, __NR_writev, __NR_lseek, __NR_close,
-        __NR_fstat, __NR_newfstatat, __NR_openat, __NR_getdents64, __NR_mmap, __NR_munmap,
-        __NR_mremap, __NR_mprotect, __NR_madvise, __NR_brk, __NR_renameat, __NR_unlinkat,
-        __NR_readlinkat, __NR_symlinkat, __NR_mkdirat, __NR_fchmod, __NR_fchmodat, __NR_fsync,
-        __NR_fdatasync, __NR_exit, __NR_exit_group, __NR_set_tid_address, __NR_set_robust_list,
-        __NR_prlimit64, __NR_getrandom, __NR_faccessat, __NR_getcwd, __NR_chdir, __NR_fchdir,
-        __NR_futex, __NR_rt_sigaction, __NR_rt_sigprocmask, __NR_rt_sigreturn, __NR_sigaltstack,
-        __NR_getpid, __NR_gettid, __NR_tgkill, __NR_uname, __NR_clock_gettime, __NR_gettimeofday,
-        __NR_fcntl, __NR_umask, __NR_getuid, __NR_geteuid, __NR_getgid, __NR_getegid,
+        __NR_read,          __NR_write,        __NR_pread64,      __NR_readv,           __NR_writev,
+        __NR_lseek,         __NR_close,        __NR_fstat,        __NR_newfstatat,      __NR_openat,
+        __NR_getdents64,    __NR_mmap,         __NR_munmap,       __NR_mremap,          __NR_mprotect,
+        __NR_madvise,       __NR_brk,          __NR_renameat,     __NR_unlinkat,        __NR_readlinkat,
+        __NR_symlinkat,     __NR_mkdirat,      __NR_fchmod,       __NR_fchmodat,        __NR_fsync,
+        __NR_fdatasync,     __NR_exit,         __NR_exit_group,   __NR_set_tid_address, __NR_set_robust_list,
+        __NR_prlimit64,     __NR_getrandom,    __NR_faccessat,    __NR_getcwd,          __NR_chdir,
+        __NR_fchdir,        __NR_futex,        __NR_rt_sigaction, __NR_rt_sigprocmask,  __NR_rt_sigreturn,
+        __NR_sigaltstack,   __NR_getpid,       __NR_gettid,       __NR_tgkill,          __NR_uname,
+        __NR_clock_gettime, __NR_gettimeofday, __NR_fcntl,        __NR_umask,           __NR_getuid,
+        __NR_geteuid,       __NR_getgid,       __NR_getegid,
 #ifdef __NR_statx
         __NR_statx,
 #endif
@@ -192,8 +197,9 @@ static const int allowed_syscalls[] = {
         __NR_arch_prctl,
 #endif
 #ifdef __NR_open
-        __NR_open, __NR_stat, __NR_lstat, __NR_getdents, __NR_rename, __NR_unlink, __NR_readlink,
-        __NR_symlink, __NR_mkdir, __NR_chmod, __NR_access, __NR_time,
+        __NR_open,          __NR_stat,         __NR_lstat,        __NR_getdents,        __NR_rename,
+        __NR_unlink,        __NR_readlink,     __NR_symlink,      __NR_mkdir,           __NR_chmod,
+        __NR_access,        __NR_time,
 #endif
 };
 
@@ -319,9 +325,11 @@ static int set_limits(gh_error_t *err)
                 int resource;
                 rlim_t value;
         } limits[] = {
-                { RLIMIT_NOFILE, 256 },         { RLIMIT_AS, (rlim_t) 4 << 30 },  { RLIMIT_CPU, 10 },
-                { RLIMIT_FSIZE, 64 << 20 },     { RLIMIT_NPROC, 1 },              { RLIMIT_CORE, 0 },
-                { RLIMIT_MEMLOCK, 0 },          { RLIMIT_MSGQUEUE, 0 },           { RLIMIT_LOCKS, 64 },
+                { RLIMIT_NOFILE, 256 }, { RLIMIT_AS, (rlim_t) 4 << 30 },
+                { RLIMIT_CPU, 10 },     { RLIMIT_FSIZE, 64 << 20 },
+                { RLIMIT_NPROC, 1 },    { RLIMIT_CORE, 0 },
+                { RLIMIT_MEMLOCK, 0 },  { RLIMIT_MSGQUEUE, 0 },
+                { RLIMIT_LOCKS, 64 },
         };
         for (size_t i = 0; i < GH_ARRAY_SIZE(limits); i++) {
                 struct rlimit rl = { limits[i].value, limits[i].value };
@@ -335,8 +343,7 @@ static int set_limits(gh_error_t *err)
         return 0;
 }
 
-__attribute__((noreturn)) static void run_ldconfig(int memfd, int outfd, uid_t uid, gid_t gid,
-                                                   const char *const *argv)
+__attribute__((noreturn)) static void run_ldconfig(int memfd, int outfd, uid_t uid, gid_t gid, const char *const *argv)
 {
         static char *const envp[] = { NULL };
         _cleanup_error_ gh_error_t err = NULL;
@@ -501,12 +508,15 @@ int gh_ldconfig_run(int memfd, int rootfd, const char *const *libdirs, gh_error_
                         return gh_err(err, errno, "running ldconfig: waiting for the sandbox");
         }
         if (!finished) {
-                gh_err(err, 0, "running ldconfig in the container: killed after %u ms; check the image's library "
-                               "directories or drop --ldconfig", timeout_ms);
+                gh_err(err, 0,
+                       "running ldconfig in the container: killed after %u ms; check the image's library "
+                       "directories or drop --ldconfig",
+                       timeout_ms);
                 return gh_err_code(err, ETIMEDOUT);
         }
         if (!WIFEXITED(status))
-                return gh_err(err, 0, "running ldconfig in the container: sandbox killed by signal %d", WTERMSIG(status));
+                return gh_err(err, 0, "running ldconfig in the container: sandbox killed by signal %d",
+                              WTERMSIG(status));
 
         const char *last = tail_last_line(&out);
         if (out.len > 0)
@@ -518,11 +528,11 @@ int gh_ldconfig_run(int memfd, int rootfd, const char *const *libdirs, gh_error_
                 return 0;
         case EXIT_SETUP:
                 return gh_err(err, 0, "running ldconfig in the container: %s", *last ? last : "sandbox setup failed");
-        case EXIT_EXEC:
-                return gh_err(err, 0, "running ldconfig in the container: could not execute the sealed binary");
+        case EXIT_EXEC: return gh_err(err, 0, "running ldconfig in the container: could not execute the sealed binary");
         case 128 + SIGSYS:
-                return gh_err(err, 0, "running ldconfig in the container: it made a system call the sandbox forbids "
-                                      "(seccomp); use the distribution's ldconfig or drop --ldconfig");
+                return gh_err(err, 0,
+                              "running ldconfig in the container: it made a system call the sandbox forbids "
+                              "(seccomp); use the distribution's ldconfig or drop --ldconfig");
         default:
                 if (WEXITSTATUS(status) > 128)
                         return gh_err(err, 0, "running ldconfig in the container: killed by signal %d%s%s",

@@ -26,7 +26,10 @@
 
 /* A program interpreter or a needed library that tells the library is for glibc. */
 static const char *const glibc_interpreters[] = {
-        "/lib/ld-linux-x86-64.so.2", "/lib/ld-linux.so.2", "/libx32/ld-linux-x32.so.2", "/lib64/ld-linux-x86-64.so.2",
+        "/lib/ld-linux-x86-64.so.2",
+        "/lib/ld-linux.so.2",
+        "/libx32/ld-linux-x32.so.2",
+        "/lib64/ld-linux-x86-64.so.2",
 };
 static const char *const glibc_libs[] = { "libc.so.6", "libm.so.6" };
 
@@ -83,8 +86,9 @@ static uint64_t field(const uint8_t *p, size_t off32, size_t off64, size_t size3
         memcpy(&v, p + off, size); /* little-endian host and file */
         return v;
 }
-#define PH(p, f, is64) field(p, offsetof(Elf32_Phdr, f), offsetof(Elf64_Phdr, f), \
-                             sizeof(((Elf32_Phdr *) 0)->f), sizeof(((Elf64_Phdr *) 0)->f), is64)
+#define PH(p, f, is64)                                                                                                 \
+        field(p, offsetof(Elf32_Phdr, f), offsetof(Elf64_Phdr, f), sizeof(((Elf32_Phdr *) 0)->f),                      \
+              sizeof(((Elf64_Phdr *) 0)->f), is64)
 #define DYN_TAG(p, is64) field(p, 0, 0, 4, 8, is64)
 #define DYN_VAL(p, is64) field(p, 4, 8, 4, 8, is64)
 

@@ -17,7 +17,10 @@
  * ones.  (glibc would add lib64/libx32 siblings of a directory ending in "/lib", but Debian's list
  * spells them with a trailing slash, so it never does: /lib64 is not indexed.) */
 static const char *const trusted_dirs[] = {
-        "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib",
+        "/lib/x86_64-linux-gnu",
+        "/usr/lib/x86_64-linux-gnu",
+        "/lib",
+        "/usr/lib",
 };
 
 /* Legacy hwcap subdirectory names and the cache's hwcap bit for each (ldconfig covers both i386
@@ -26,9 +29,8 @@ static const struct {
         const char *name;
         unsigned bit;
 } hwcap_names[] = {
-        { "sse2", 0 }, { "x86_64", 1 }, { "avx512_1", 2 },
-        { "i586", 48 }, { "i686", 49 }, { "haswell", 50 }, { "xeon_phi", 51 },
-        { "tls", 63 },
+        { "sse2", 0 },  { "x86_64", 1 },   { "avx512_1", 2 },  { "i586", 48 },
+        { "i686", 49 }, { "haswell", 50 }, { "xeon_phi", 51 }, { "tls", 63 },
 };
 
 struct dir {
@@ -138,8 +140,11 @@ static int add_dir(struct scan *s, const char *path, const char *hwcaps, int fla
                 s->dirs = v;
                 s->cap = cap;
         }
-        s->dirs[s->ndirs] = (struct dir) { .path = strdup(path), .hwcaps = hwcaps ? strdup(hwcaps) : NULL,
-                                           .flag = flag, .dev = st->st_dev, .ino = st->st_ino };
+        s->dirs[s->ndirs] = (struct dir) { .path = strdup(path),
+                                           .hwcaps = hwcaps ? strdup(hwcaps) : NULL,
+                                           .flag = flag,
+                                           .dev = st->st_dev,
+                                           .ino = st->st_ino };
         if (s->dirs[s->ndirs].path == NULL || (hwcaps && s->dirs[s->ndirs].hwcaps == NULL)) {
                 free(s->dirs[s->ndirs].path);
                 free(s->dirs[s->ndirs].hwcaps);
@@ -214,8 +219,10 @@ static int keep_lib(struct lib **libs, size_t *n, const char *name, char *soname
                         if (copy == NULL)
                                 return gh_err(err, ENOMEM, "scanning libraries");
                         if (l->flag != flag &&
-                            ((l->flag == GH_LDCACHE_FLAG_ELF && (flag == GH_LDCACHE_FLAG_ELF_LIBC5 || flag == GH_LDCACHE_FLAG_ELF_LIBC6)) ||
-                             ((l->flag == GH_LDCACHE_FLAG_ELF_LIBC5 || l->flag == GH_LDCACHE_FLAG_ELF_LIBC6) && flag == GH_LDCACHE_FLAG_ELF)))
+                            ((l->flag == GH_LDCACHE_FLAG_ELF &&
+                              (flag == GH_LDCACHE_FLAG_ELF_LIBC5 || flag == GH_LDCACHE_FLAG_ELF_LIBC6)) ||
+                             ((l->flag == GH_LDCACHE_FLAG_ELF_LIBC5 || l->flag == GH_LDCACHE_FLAG_ELF_LIBC6) &&
+                              flag == GH_LDCACHE_FLAG_ELF)))
                                 l->flag = flag;
                         free(l->name);
                         l->name = copy;
@@ -230,8 +237,9 @@ static int keep_lib(struct lib **libs, size_t *n, const char *name, char *soname
                 return gh_err(err, ENOMEM, "scanning libraries");
         }
         *libs = v;
-        v[*n] = (struct lib) { .name = strdup(name), .soname = soname, .flag = flag, .is_link = is_link,
-                               .isa_level = isa_level };
+        v[*n] = (struct lib) {
+                .name = strdup(name), .soname = soname, .flag = flag, .is_link = is_link, .isa_level = isa_level
+        };
         if (v[*n].name == NULL) {
                 free(soname);
                 return gh_err(err, ENOMEM, "scanning libraries");
@@ -291,7 +299,8 @@ static int scan_entry(struct scan *s, size_t di, int dfd, const struct dirent *d
                 if ((soname = strdup(name)) == NULL)
                         return gh_err(err, ENOMEM, "scanning libraries");
         }
-        if (flag == GH_LDCACHE_FLAG_ELF && (s->dirs[di].flag == GH_LDCACHE_FLAG_ELF_LIBC5 || s->dirs[di].flag == GH_LDCACHE_FLAG_ELF_LIBC6))
+        if (flag == GH_LDCACHE_FLAG_ELF &&
+            (s->dirs[di].flag == GH_LDCACHE_FLAG_ELF_LIBC5 || s->dirs[di].flag == GH_LDCACHE_FLAG_ELF_LIBC6))
                 flag = s->dirs[di].flag;
         return keep_lib(libs, nlibs, name, soname, flag, is_link, isa_level, err);
 }

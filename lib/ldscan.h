@@ -14,9 +14,9 @@
 #include "error.h"
 #include "ldcache.h"
 
-#define GH_LDSCAN_MAX_DIRS 4096         /* directories scanned, subdirectories counted */
-#define GH_LDSCAN_MAX_DIRENTS 200000    /* directory entries looked at, all directories together */
-#define GH_LDSCAN_MAX_LIBS 100000       /* cache entries produced */
+#define GH_LDSCAN_MAX_DIRS 4096      /* directories scanned, subdirectories counted */
+#define GH_LDSCAN_MAX_DIRENTS 200000 /* directory entries looked at, all directories together */
+#define GH_LDSCAN_MAX_LIBS 100000    /* cache entries produced */
 
 /* Appends the entries, in the order ldconfig adds them (the writer sorts them the same way), to
  * *out.  procfd as for gh_open_regular().  Errors are for memory only: unreadable or odd files

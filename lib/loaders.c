@@ -32,8 +32,7 @@ static const struct {
           true },
         { GH_LOADER_EGL_PLATFORM, "egl_platform", "egl/egl_external_platform.d", "*nvidia*.json",
           "/usr/share/egl/egl_external_platform.d", true },
-        { GH_LOADER_APP_PROFILES, "application_profiles", "nvidia", NULL,
-          "/usr/share/nvidia", false },
+        { GH_LOADER_APP_PROFILES, "application_profiles", "nvidia", NULL, "/usr/share/nvidia", false },
 };
 
 const char *gh_loader_kind_name(enum gh_loader_kind kind)
@@ -168,7 +167,8 @@ static bool library_provided(int rootfd, const char *library, const struct gh_dr
         }
         /* Configure mounts the library at that path in the container: never into its kernel
          * filesystems. */
-        if (strncmp(library, "/proc/", 6) == 0 || strncmp(library, "/sys/", 5) == 0 || strncmp(library, "/dev/", 5) == 0) {
+        if (strncmp(library, "/proc/", 6) == 0 || strncmp(library, "/sys/", 5) == 0 ||
+            strncmp(library, "/dev/", 5) == 0) {
                 *why = "is under /proc, /sys or /dev";
                 return false;
         }
@@ -281,8 +281,13 @@ static int consider(struct search *s, size_t k, const char *dir, const char *nam
         gh_debug("loader file %s (%s) -> %s%s%s", full + plen, kinds[k].name, dst, library ? ", library " : "",
                  library ? library : "");
         struct gh_loader_file f = {
-                .kind = kinds[k].kind, .dst = steal_pointer(&dst), .library = steal_pointer(&library),
-                .library_src = steal_pointer(&src), .cap = GH_CAP_GRAPHICS, .st_dev = st.st_dev, .st_ino = st.st_ino,
+                .kind = kinds[k].kind,
+                .dst = steal_pointer(&dst),
+                .library = steal_pointer(&library),
+                .library_src = steal_pointer(&src),
+                .cap = GH_CAP_GRAPHICS,
+                .st_dev = st.st_dev,
+                .st_ino = st.st_ino,
         };
         f.path = strdup(full + plen);
         if (f.path == NULL || add(s->out, &f, err) < 0) {
@@ -295,10 +300,7 @@ static int consider(struct search *s, size_t k, const char *dir, const char *nam
         return 0;
 }
 
-static int by_name(const void *a, const void *b)
-{
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *) a, *(char *const *) b); }
 
 static int search_dir(struct search *s, size_t k, const char *dir, const char *pattern, gh_error_t *err)
 {
@@ -357,7 +359,8 @@ static char *driver_prefix(const char *lib_dir)
                         break;
                 *slash = '\0';
                 slash = strrchr(p, '/');
-                if (slash == NULL || (strcmp(slash + 1, "lib") && strcmp(slash + 1, "lib64") && strcmp(slash + 1, "lib32")))
+                if (slash == NULL ||
+                    (strcmp(slash + 1, "lib") && strcmp(slash + 1, "lib64") && strcmp(slash + 1, "lib32")))
                         break;
         }
         return steal_pointer(&p);
@@ -372,8 +375,8 @@ int gh_loader_find(int rootfd, const char *root_prefix, const char *lib_dir, con
 
         if (lib_dir != NULL && prefix == NULL)
                 return gh_err(err, ENOMEM, "searching for loader files");
-        own_prefix = prefix != NULL && prefix[0] != '\0' && strcmp(prefix, "/usr") != 0 &&
-                     strcmp(prefix, "/usr/local") != 0;
+        own_prefix =
+                prefix != NULL && prefix[0] != '\0' && strcmp(prefix, "/usr") != 0 && strcmp(prefix, "/usr/local") != 0;
         for (size_t k = 0; k < GH_ARRAY_SIZE(kinds); k++) {
                 const char *bases[] = { kinds[k].in_etc ? "/etc" : NULL, "/usr/share", "/usr/local/share", NULL };
                 _cleanup_free_ char *pattern = NULL, *own = NULL;

@@ -41,10 +41,7 @@ enum gh_log_level gh_log_get_level(void) { return log_level; }
 void gh_log_set_program(const char *name) { program = name; }
 const char *gh_log_trace_id(void) { return trace_id; }
 
-void gh_log_set_trace_id(const char *id)
-{
-        snprintf(trace_id, sizeof(trace_id), "%s", id ? id : "");
-}
+void gh_log_set_trace_id(const char *id) { snprintf(trace_id, sizeof(trace_id), "%s", id ? id : ""); }
 
 void gh_json_escape(char *buf, size_t size, const char *s)
 {
@@ -95,10 +92,11 @@ void gh_log(enum gh_log_level level, const char *fmt, ...)
                 char emsg[3000], eid[300];
                 gh_json_escape(emsg, sizeof(emsg), msg);
                 gh_json_escape(eid, sizeof(eid), trace_id);
-                n = snprintf(line, sizeof(line),
-                             "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ\",\"level\":\"%s\",\"program\":\"%s\",\"pid\":%d,\"trace_id\":\"%s\",\"msg\":\"%s\"}\n",
-                             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                             ts.tv_nsec / 1000, level_names[level], program, (int) getpid(), eid, emsg);
+                n = snprintf(
+                        line, sizeof(line),
+                        "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ\",\"level\":\"%s\",\"program\":\"%s\",\"pid\":%d,\"trace_id\":\"%s\",\"msg\":\"%s\"}\n",
+                        tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                        ts.tv_nsec / 1000, level_names[level], program, (int) getpid(), eid, emsg);
         } else {
                 n = snprintf(line, sizeof(line), "%02d:%02d:%02d.%06ld %s[%d] %s%s%s: %s\n", tm.tm_hour, tm.tm_min,
                              tm.tm_sec, ts.tv_nsec / 1000, program, (int) getpid(), level_names[level],

@@ -20,7 +20,11 @@ void gh_log_close(void);
 
 void gh_log(enum gh_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define gh_debug(...) do { if (gh_log_get_level() >= GH_LOG_DEBUG) gh_log(GH_LOG_DEBUG, __VA_ARGS__); } while (0)
+#define gh_debug(...)                                                                                                  \
+        do {                                                                                                           \
+                if (gh_log_get_level() >= GH_LOG_DEBUG)                                                                \
+                        gh_log(GH_LOG_DEBUG, __VA_ARGS__);                                                             \
+        } while (0)
 #define gh_info(...) gh_log(GH_LOG_INFO, __VA_ARGS__)
 #define gh_warn(...) gh_log(GH_LOG_WARN, __VA_ARGS__)
 

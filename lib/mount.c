@@ -127,7 +127,8 @@ static int fd_mount_id(int fd)
         ssize_t n;
         char *m;
 
-        if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) == 0 && (stx.stx_mask & STATX_MNT_ID))
+        if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) == 0 &&
+            (stx.stx_mask & STATX_MNT_ID))
                 return (int) stx.stx_mnt_id;
         snprintf(rel, sizeof(rel), "self/fdinfo/%d", fd);
         f = openat(proc_fd, proc_path(rel, p, sizeof(p)), O_RDONLY | O_CLOEXEC);
@@ -180,10 +181,11 @@ int gh_check_not_shared(int fd, const char *name, gh_error_t *err)
                 load_shared();
         for (size_t i = 0; i < shared.n; i++)
                 if (shared.ids[i] == id)
-                        return gh_err(err, 0,
-                                      "refusing to mount onto %s: it lies on a shared mount, so the mount would propagate back to the host; "
-                                      "make that volume private or rslave",
-                                      name);
+                        return gh_err(
+                                err, 0,
+                                "refusing to mount onto %s: it lies on a shared mount, so the mount would propagate back to the host; "
+                                "make that volume private or rslave",
+                                name);
         return 0;
 }
 
@@ -198,9 +200,10 @@ static int legacy_bind(struct gh_source *src, int target_fd, const char *cpath, 
          * same file we inspected on the host. */
         again = open(src->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (again < 0)
-                return gh_err(err, errno,
-                              "re-opening %s inside the container's namespace (without open_tree, gpu-cli can only inject into a container that is not running yet)",
-                              src->path);
+                return gh_err(
+                        err, errno,
+                        "re-opening %s inside the container's namespace (without open_tree, gpu-cli can only inject into a container that is not running yet)",
+                        src->path);
         if (fstat(again, &st) < 0 || st.st_dev != src->st.st_dev || st.st_ino != src->st.st_ino)
                 return gh_err(err, 0, "%s changed while it was being injected; try again", src->path);
         /* Legacy mounts only happen before the container is pivoted, where /proc is still ours. */
@@ -311,7 +314,8 @@ int gh_tmpfs_attach(int rootfd, const char *cpath, const char *options, gh_error
         } else if (errno == ENOSYS || errno == EPERM) {
                 char p[64];
                 snprintf(p, sizeof(p), "/proc/self/fd/%d", target);
-                if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options ? options : "mode=0755,size=1m") < 0)
+                if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                          options ? options : "mode=0755,size=1m") < 0)
                         return gh_err(err, errno, "mounting a tmpfs onto %s", cpath);
                 if (legacy_flags(rootfd, cpath, GH_MNT_NOSUID | GH_MNT_NODEV | GH_MNT_NOEXEC, false, err) < 0)
                         return -1;

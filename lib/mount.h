@@ -28,10 +28,10 @@ enum {
 #define GH_MNT_IPC (GH_MNT_NOSUID | GH_MNT_NODEV | GH_MNT_NOEXEC)
 
 struct gh_source {
-        int fd;          /* detached mount (new API) or O_PATH fd (legacy) */
-        bool detached;   /* fd is an open_tree clone */
-        char *path;      /* host path, for messages and the legacy re-open */
-        struct stat st;  /* identity of the source, checked again before a legacy bind */
+        int fd;         /* detached mount (new API) or O_PATH fd (legacy) */
+        bool detached;  /* fd is an open_tree clone */
+        char *path;     /* host path, for messages and the legacy re-open */
+        struct stat st; /* identity of the source, checked again before a legacy bind */
 };
 
 /* Opens PATH under the driver root (rootfd, whose host path is root_path) as a mount source.

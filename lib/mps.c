@@ -64,16 +64,14 @@ int gh_mps_parse_size(const char *s, unsigned long long *mib, gh_error_t *err)
                 mult = 1024;
         else if (strcasecmp(end, "T") == 0 || strcasecmp(end, "TiB") == 0 || strcasecmp(end, "TB") == 0)
                 mult = 1024 * 1024;
-        else if (*end != '\0' && strcasecmp(end, "M") != 0 && strcasecmp(end, "MiB") != 0 &&
-                 strcasecmp(end, "MB") != 0)
+        else if (*end != '\0' && strcasecmp(end, "M") != 0 && strcasecmp(end, "MiB") != 0 && strcasecmp(end, "MB") != 0)
                 goto bad;
         if (v == 0 || v > (1ULL << 40) / mult)
                 goto bad;
         *mib = v * mult;
         return 0;
 bad:
-        return gh_err(err, 0, "invalid memory size '%.40s': write it as 4G, 512M or a number of MiB",
-                      s ? s : "");
+        return gh_err(err, 0, "invalid memory size '%.40s': write it as 4G, 512M or a number of MiB", s ? s : "");
 }
 
 /* ---- small process helpers ---- */
@@ -341,8 +339,10 @@ int gh_mps_load(const char *dir, const char *name, struct gh_mps_group *g, gh_er
         }
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) ||
             st.st_size > STATE_MAX)
-                return gh_err(err, 0, "the MPS group state %s is not a root-owned regular file of sane size; "
-                              "stop the group with 'gpu-cli mps stop %s'", path, name);
+                return gh_err(err, 0,
+                              "the MPS group state %s is not a root-owned regular file of sane size; "
+                              "stop the group with 'gpu-cli mps stop %s'",
+                              path, name);
         n = read(fd, buf, STATE_MAX);
         if (n < 0)
                 return gh_err(err, errno, "reading %s", path);
@@ -534,8 +534,11 @@ int gh_mps_clients(const char *dir, const char *name, const char *control, pid_t
 
 int gh_mps_find_control(int rootfd, const char *root, const char *ldcache, char **path, gh_error_t *err)
 {
-        struct gh_driver_opts o = { .caps = GH_CAP_COMPUTE, .ldcache = ldcache, .no_persistenced = true,
-                                    .no_fabricmanager = true, .no_gsp_firmware = true };
+        struct gh_driver_opts o = { .caps = GH_CAP_COMPUTE,
+                                    .ldcache = ldcache,
+                                    .no_persistenced = true,
+                                    .no_fabricmanager = true,
+                                    .no_gsp_firmware = true };
         struct gh_driver *drv = NULL;
         int r = -1;
 
@@ -551,8 +554,8 @@ int gh_mps_find_control(int rootfd, const char *root, const char *ldcache, char 
         }
         gh_driver_free(drv);
         if (r < 0 && *path == NULL)
-                return gh_err(err, 0, "the driver under %s has no " GH_MPS_CONTROL "; install the driver's MPS programs",
-                              root);
+                return gh_err(err, 0,
+                              "the driver under %s has no " GH_MPS_CONTROL "; install the driver's MPS programs", root);
         return r;
 }
 
@@ -665,8 +668,8 @@ static int wait_ready(const char *group, const struct gh_mps_group *g, int timeo
                         return 0;
                 clock_gettime(CLOCK_MONOTONIC, &t);
                 if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > timeout_ms)
-                        return gh_err(err, ETIMEDOUT, "the MPS control daemon did not create %s (log: %s/log)",
-                                      control, group);
+                        return gh_err(err, ETIMEDOUT, "the MPS control daemon did not create %s (log: %s/log)", control,
+                                      group);
                 usleep(5000);
         }
 }
@@ -690,8 +693,7 @@ static int apply_limits(const struct gh_mps_start *o, gh_error_t *err)
                 return gh_err_wrap(err, "setting the limits of MPS group '%s'", o->name);
         /* the client prints errors on stdout and still exits 0 for a refused command */
         if (out && (strcasestr(out, "error") || strcasestr(out, "invalid") || strcasestr(out, "unrecognized")))
-                return gh_err(err, 0, "the MPS control daemon refused the limits of group '%s': %.200s", o->name,
-                              out);
+                return gh_err(err, 0, "the MPS control daemon refused the limits of group '%s': %.200s", o->name, out);
         return 0;
 }
 

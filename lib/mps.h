@@ -32,22 +32,22 @@
 struct gh_mps_group {
         char name[GH_MPS_NAME_MAX + 1];
         char gpu_uuid[GH_UUID_MAX];
-        unsigned gpu_index;           /* the GPU's index when the group was started */
-        int threads;                  /* active thread percentage 1-100; 0 = no limit set */
-        unsigned long long memory_mib;/* pinned device memory limit; 0 = no limit set */
-        pid_t pid;                    /* the control daemon */
-        unsigned long long starttime; /* its /proc/PID/stat start time, to tell pid reuse */
-        bool alive;                   /* filled by gh_mps_load/list: the daemon still runs */
+        unsigned gpu_index;            /* the GPU's index when the group was started */
+        int threads;                   /* active thread percentage 1-100; 0 = no limit set */
+        unsigned long long memory_mib; /* pinned device memory limit; 0 = no limit set */
+        pid_t pid;                     /* the control daemon */
+        unsigned long long starttime;  /* its /proc/PID/stat start time, to tell pid reuse */
+        bool alive;                    /* filled by gh_mps_load/list: the daemon still runs */
 };
 
 struct gh_mps_start {
-        const char *dir;     /* NULL = GH_MPS_DEFAULT_DIR */
+        const char *dir; /* NULL = GH_MPS_DEFAULT_DIR */
         const char *name;
         const char *control; /* host path of nvidia-cuda-mps-control */
         const struct gh_gpu *gpu;
-        int threads;         /* 0 = none */
+        int threads;                   /* 0 = none */
         unsigned long long memory_mib; /* 0 = none */
-        int timeout_ms;      /* how long to wait for the daemon to answer; <= 0 = 10 s */
+        int timeout_ms;                /* how long to wait for the daemon to answer; <= 0 = 10 s */
 };
 
 /* A group name: 1-64 of [A-Za-z0-9_.-], not starting with '.' or '-'. */

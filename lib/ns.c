@@ -88,8 +88,10 @@ entered:
         if (fstat(fd, &cst) < 0 || fstat(ns->host_rootfs, &hst) < 0 || cst.st_dev != hst.st_dev ||
             cst.st_ino != hst.st_ino) {
                 close(fd);
-                return gh_err(err, 0, "container rootfs %s is not the same directory inside the container's mount namespace; is --pid the container's process?",
-                              rootfs);
+                return gh_err(
+                        err, 0,
+                        "container rootfs %s is not the same directory inside the container's mount namespace; is --pid the container's process?",
+                        rootfs);
         }
         *rootfd = fd;
         return 0;

@@ -9,11 +9,11 @@
 
 struct gh_ns {
         pid_t pid;
-        int self_mnt;   /* our own mount namespace, to come back to */
-        int target_mnt; /* the container's (a pidfd or /proc/PID/ns/mnt) */
-        int proc_fd;    /* the host's /proc, usable after setns */
-        int host_rootfs;/* ROOTFS opened on the host side (O_PATH) */
-        bool pivoted;   /* the container already runs in its root (manual configure) */
+        int self_mnt;    /* our own mount namespace, to come back to */
+        int target_mnt;  /* the container's (a pidfd or /proc/PID/ns/mnt) */
+        int proc_fd;     /* the host's /proc, usable after setns */
+        int host_rootfs; /* ROOTFS opened on the host side (O_PATH) */
+        bool pivoted;    /* the container already runs in its root (manual configure) */
         bool entered;
 };
 

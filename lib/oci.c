@@ -51,7 +51,9 @@ static int json_precheck(const char *buf, size_t len, const char *what, gh_error
                 if (c >= 0x80) {
                         size_t l = utf8_seq(s + i, len - i);
                         if (l == 0)
-                                return gh_err(err, 0, "%s is not valid UTF-8 (byte 0x%02x at offset %zu); fix the encoding", what, c, i);
+                                return gh_err(err, 0,
+                                              "%s is not valid UTF-8 (byte 0x%02x at offset %zu); fix the encoding",
+                                              what, c, i);
                         i += l;
                         continue;
                 }
@@ -66,7 +68,8 @@ static int json_precheck(const char *buf, size_t len, const char *what, gh_error
                         in_string = true;
                 } else if (c == '{' || c == '[') {
                         if (++depth > GH_JSON_MAX_DEPTH)
-                                return gh_err(err, 0, "%s nests JSON deeper than %d levels; refusing it", what, GH_JSON_MAX_DEPTH);
+                                return gh_err(err, 0, "%s nests JSON deeper than %d levels; refusing it", what,
+                                              GH_JSON_MAX_DEPTH);
                 } else if ((c == '}' || c == ']') && depth > 0) {
                         depth--;
                 }
@@ -130,7 +133,8 @@ static int state_parse(const char *buf, size_t len, struct gh_oci_state *state, 
                 return -1;
         if (get_string(j, "ociVersion", what, &state->oci_version, err) < 0 ||
             get_string(j, "id", what, &state->id, err) < 0 || get_string(j, "status", what, &state->status, err) < 0 ||
-            get_string(j, "bundle", what, &state->bundle, err) < 0 || get_string(j, "root", what, &state->root, err) < 0)
+            get_string(j, "bundle", what, &state->bundle, err) < 0 ||
+            get_string(j, "root", what, &state->root, err) < 0)
                 return -1;
         if (state->bundle == NULL && get_string(j, "bundlePath", what, &state->bundle, err) < 0)
                 return -1;
@@ -221,7 +225,7 @@ static int parse_env(json_t *process, const char *what, struct gh_oci_spec *spec
         spec->env = calloc((env ? json_array_size(env) : 0) + 1, sizeof(char *));
         if (spec->env == NULL)
                 return gh_err(err, ENOMEM, "%s", what);
-        json_array_foreach(env, i, v) {
+        json_array_foreach (env, i, v) {
                 const char *s;
                 if (!json_is_string(v))
                         return gh_err(err, 0, "%s: \"process.env\" entry %zu is not a string", what, i);
@@ -229,8 +233,8 @@ static int parse_env(json_t *process, const char *what, struct gh_oci_spec *spec
                 if (strlen(s) != json_string_length(v))
                         return gh_err(err, 0, "%s: \"process.env\" entry %zu contains a NUL character", what, i);
                 if (strchr(s, '=') == NULL)
-                        return gh_err(err, 0, "%s: \"process.env\" entry '%.64s%s' has no '='; write it as KEY=VALUE", what,
-                                      s, strlen(s) > 64 ? "..." : "");
+                        return gh_err(err, 0, "%s: \"process.env\" entry '%.64s%s' has no '='; write it as KEY=VALUE",
+                                      what, s, strlen(s) > 64 ? "..." : "");
                 spec->env[spec->n_env] = strdup(s);
                 if (spec->env[spec->n_env] == NULL)
                         return gh_err(err, ENOMEM, "%s", what);
@@ -257,9 +261,10 @@ static int parse_privileged(json_t *process, const char *what, struct gh_oci_spe
                 return 0;
         if (!json_is_array(set))
                 return gh_err(err, 0, "%s: \"process.capabilities.bounding\" must be an array", what);
-        json_array_foreach(set, i, v) {
+        json_array_foreach (set, i, v) {
                 if (!json_is_string(v))
-                        return gh_err(err, 0, "%s: \"process.capabilities.bounding\" entry %zu is not a string", what, i);
+                        return gh_err(err, 0, "%s: \"process.capabilities.bounding\" entry %zu is not a string", what,
+                                      i);
                 if (strcmp(json_string_value(v), CAP_SYS_ADMIN_NAME) == 0)
                         spec->privileged = true;
         }
@@ -278,7 +283,7 @@ static int parse_mounts(json_t *j, const char *what, struct gh_oci_spec *spec, g
         spec->mounts = calloc(json_array_size(mounts) + 1, sizeof(*spec->mounts));
         if (spec->mounts == NULL)
                 return gh_err(err, ENOMEM, "%s", what);
-        json_array_foreach(mounts, i, m) {
+        json_array_foreach (mounts, i, m) {
                 struct gh_oci_mount *out = &spec->mounts[spec->n_mounts];
                 if (!json_is_object(m))
                         return gh_err(err, 0, "%s: \"mounts\" entry %zu is not an object", what, i);
@@ -309,7 +314,7 @@ static int parse_devices(json_t *j, const char *what, struct gh_oci_spec *spec, 
         spec->devices = calloc(json_array_size(devices) + 1, sizeof(*spec->devices));
         if (spec->devices == NULL)
                 return gh_err(err, ENOMEM, "%s", what);
-        json_array_foreach(devices, i, d) {
+        json_array_foreach (devices, i, d) {
                 struct gh_oci_device *out = &spec->devices[spec->n_devices];
                 _cleanup_free_ char *type = NULL;
                 json_t *major, *minor;
@@ -320,14 +325,16 @@ static int parse_devices(json_t *j, const char *what, struct gh_oci_spec *spec, 
                 if (get_string(d, "path", what, &out->path, err) < 0 || get_string(d, "type", what, &type, err) < 0)
                         return gh_err_wrap(err, "linux.devices entry %zu", i);
                 if (out->path == NULL || type == NULL || strlen(type) != 1 || strchr("cbup", type[0]) == NULL)
-                        return gh_err(err, 0, "%s: \"linux.devices\" entry %zu needs a \"path\" and a \"type\" of c, b, u or p",
+                        return gh_err(err, 0,
+                                      "%s: \"linux.devices\" entry %zu needs a \"path\" and a \"type\" of c, b, u or p",
                                       what, i);
                 out->type = type[0];
                 major = json_object_get(d, "major");
                 minor = json_object_get(d, "minor");
                 if ((major != NULL && !json_is_integer(major)) || (minor != NULL && !json_is_integer(minor)))
-                        return gh_err(err, 0, "%s: \"linux.devices\" entry %zu: \"major\" and \"minor\" must be integers",
-                                      what, i);
+                        return gh_err(err, 0,
+                                      "%s: \"linux.devices\" entry %zu: \"major\" and \"minor\" must be integers", what,
+                                      i);
                 out->major = major ? json_integer_value(major) : 0;
                 out->minor = minor ? json_integer_value(minor) : 0;
         }
@@ -346,7 +353,7 @@ static int spec_from_json(json_t *j, const char *bundle, struct gh_oci_spec *spe
         root = json_object_get(j, "root");
         if (spec->oci_version == NULL || !json_is_object(process) || !json_is_object(root))
                 return gh_err(err, 0, "%s lacks %s; is this an OCI bundle?", what,
-                              spec->oci_version == NULL      ? "\"ociVersion\""
+                              spec->oci_version == NULL  ? "\"ociVersion\""
                               : !json_is_object(process) ? "the \"process\" object"
                                                          : "the \"root\" object");
         if (get_string(root, "path", what, &root_path, err) < 0)

@@ -19,7 +19,7 @@
 
 struct gh_oci_state {
         char *oci_version;
-        char *id;     /* container id: the trace id of logs */
+        char *id; /* container id: the trace id of logs */
         char *status;
         pid_t pid;    /* 0 when the state has none */
         char *bundle; /* "bundle", or old Docker's "bundlePath" */

@@ -154,7 +154,8 @@ int gh_plan_read_proc(struct gh_plan *plan, int driver_rootfd, gh_error_t *err)
 
         if (read_root_file(driver_rootfd, "/proc/driver/nvidia/params", &plan->params, &plan->params_len, err) < 0 ||
             read_root_file(driver_rootfd, "/proc/driver/nvidia/version", &plan->version, &plan->version_len, err) < 0 ||
-            read_root_file(driver_rootfd, "/proc/driver/nvidia/registry", &plan->registry, &plan->registry_len, err) < 0)
+            read_root_file(driver_rootfd, "/proc/driver/nvidia/registry", &plan->registry, &plan->registry_len, err) <
+                    0)
                 return -1;
         /* The container must not ask the driver to create device nodes for GPUs it was not given. */
         if (plan->params != NULL && (p = strstr(plan->params, "ModifyDeviceFiles: 1")) != NULL)
@@ -162,7 +163,6 @@ int gh_plan_read_proc(struct gh_plan *plan, int driver_rootfd, gh_error_t *err)
         plan->mask_proc = true;
         return 0;
 }
-
 
 /* ---- layout ---- */
 
@@ -357,7 +357,8 @@ static int plan_devices(struct gh_plan *plan, int droot, const struct gh_request
         for (size_t i = 0; i < sel->nmigs; i++) {
                 const struct gh_gpu *parent = gh_gpu_by_index(gpus, sel->migs[i]->parent_index);
                 migs[i] = (struct gh_devices_mig) { .gpu_minor = parent ? parent->minor : 0,
-                                                    .gi = sel->migs[i]->gi, .ci = sel->migs[i]->ci };
+                                                    .gi = sel->migs[i]->gi,
+                                                    .ci = sel->migs[i]->ci };
         }
         if (gh_devices_collect(droot, &dr, &devs, err) < 0)
                 return -1;
@@ -370,7 +371,9 @@ static int plan_devices(struct gh_plan *plan, int droot, const struct gh_request
                 if (gh_plan_add_device(plan, devs.v[i].path, devs.v[i].path, devs.v[i].rdev, err) < 0)
                         goto out;
                 plan->rules[plan->nrules++] = (struct gh_dev_rule) {
-                        .type = 'c', .major = major(devs.v[i].rdev), .minor = minor(devs.v[i].rdev),
+                        .type = 'c',
+                        .major = major(devs.v[i].rdev),
+                        .minor = minor(devs.v[i].rdev),
                 };
         }
         r = 0;
@@ -383,8 +386,8 @@ out:
  * libnvidia-opticalflow (what dlopen("libcuda.so") finds), and libGLX_indirect for GLVND.  A
  * development link also gets its own ld cache entry, as ldconfig gives it (docs/ldcache.md);
  * libGLX_indirect.so.0 does not (its target's SONAME is another name). */
-static int plan_extra_links(struct gh_plan *plan, const char *dir, const char *soname, const char *file,
-                            bool compat32, gh_error_t *err)
+static int plan_extra_links(struct gh_plan *plan, const char *dir, const char *soname, const char *file, bool compat32,
+                            gh_error_t *err)
 {
         char dst[PATH_MAX];
 
@@ -483,14 +486,15 @@ static int plan_loader_files(struct gh_plan *plan, const struct gh_driver *drv, 
 
 /* A container in an MPS group gets the group's pipe directory where CUDA looks by default and the
  * group's shm as its /dev/shm (docs/mps.md).  The group must run, on a GPU the container gets. */
-static int plan_mps(struct gh_plan *plan, const struct gh_request *req, const struct gh_selection *sel,
-                    gh_error_t *err)
+static int plan_mps(struct gh_plan *plan, const struct gh_request *req, const struct gh_selection *sel, gh_error_t *err)
 {
         struct gh_mps_group g;
         char path[PATH_MAX];
         bool on_selected = false;
         const char *dir = req->mps_dir ? req->mps_dir : GH_MPS_DEFAULT_DIR;
-        static const struct { const char *sub, *dst; } dirs[] = {
+        static const struct {
+                const char *sub, *dst;
+        } dirs[] = {
                 { "pipe", GH_MPS_CONTAINER_PIPE_DIR },
                 { "shm", GH_MPS_CONTAINER_SHM_DIR },
         };
@@ -498,13 +502,17 @@ static int plan_mps(struct gh_plan *plan, const struct gh_request *req, const st
         if (gh_mps_load(dir, req->mps_group, &g, err) < 0)
                 return gh_err_wrap(err, "joining MPS group '%s'", req->mps_group);
         if (!g.alive)
-                return gh_err(err, 0, "MPS group '%s' is not running (its daemon %d is gone); restart it: gpu-cli mps stop %s, then mps start",
-                              g.name, (int) g.pid, g.name);
+                return gh_err(
+                        err, 0,
+                        "MPS group '%s' is not running (its daemon %d is gone); restart it: gpu-cli mps stop %s, then mps start",
+                        g.name, (int) g.pid, g.name);
         for (size_t i = 0; i < sel->ngpus; i++)
                 on_selected |= sel->full[i] && strcasecmp(sel->gpus[i]->uuid, g.gpu_uuid) == 0;
         if (!on_selected)
-                return gh_err(err, 0, "MPS group '%s' runs on GPU %s, which this container does not get; select that GPU "
-                              "(NVIDIA_VISIBLE_DEVICES=%s) or join another group", g.name, g.gpu_uuid, g.gpu_uuid);
+                return gh_err(err, 0,
+                              "MPS group '%s' runs on GPU %s, which this container does not get; select that GPU "
+                              "(NVIDIA_VISIBLE_DEVICES=%s) or join another group",
+                              g.name, g.gpu_uuid, g.gpu_uuid);
         plan->mps_group = true;
         for (size_t i = 0; i < GH_ARRAY_SIZE(dirs); i++) {
                 snprintf(path, sizeof(path), "%s/%s/%s", dir, g.name, dirs[i].sub);
@@ -541,8 +549,7 @@ static int build(int droot, const struct gh_driver *drv, const struct gh_gpu_lis
 }
 
 int gh_plan_build(int driver_rootfd, const struct gh_driver *drv, const struct gh_gpu_list *gpus,
-                  const struct gh_request *req, const struct gh_layout *layout, struct gh_plan *out,
-                  gh_error_t *err)
+                  const struct gh_request *req, const struct gh_layout *layout, struct gh_plan *out, gh_error_t *err)
 {
         static const struct gh_gpu_list no_gpus = { 0 };
 

@@ -125,8 +125,7 @@ void gh_plan_driver_opts(const struct gh_request *req, const char *ldcache, cons
  * the driver's files in layout and reads /proc/driver/nvidia for the mask.  *out is filled on
  * success and empty on failure. */
 int gh_plan_build(int driver_rootfd, const struct gh_driver *drv, const struct gh_gpu_list *gpus,
-                  const struct gh_request *req, const struct gh_layout *layout, struct gh_plan *out,
-                  gh_error_t *err);
+                  const struct gh_request *req, const struct gh_layout *layout, struct gh_plan *out, gh_error_t *err);
 
 /* Everything above for a driver root given as a path (ldcache, path: see gh_plan_driver_opts).
  * Fails with kind GH_ERR_NO_DRIVER when the root has no driver (or does not exist). */

@@ -50,11 +50,10 @@ int gh_read_bounded(int fd, size_t max, char **buf, size_t *len, const char *wha
         return 0;
 }
 
-int gh_read_at(int rootfd, const char *path, size_t max, bool regular_only, char **buf, size_t *len,
-               gh_error_t *err)
+int gh_read_at(int rootfd, const char *path, size_t max, bool regular_only, char **buf, size_t *len, gh_error_t *err)
 {
-        _cleanup_close_ int fd = regular_only ? gh_open_regular(rootfd, path, AT_FDCWD, err)
-                                              : gh_resolve(rootfd, path, O_RDONLY, err);
+        _cleanup_close_ int fd =
+                regular_only ? gh_open_regular(rootfd, path, AT_FDCWD, err) : gh_resolve(rootfd, path, O_RDONLY, err);
         size_t n;
 
         if (fd < 0)

@@ -15,7 +15,6 @@ int gh_read_bounded(int fd, size_t max, char **buf, size_t *len, const char *wha
 /* Opens PATH under the root (the in-root resolver, rootfs.h) and reads it like gh_read_bounded.
  * regular_only refuses anything but a regular file (a FIFO or device is never opened).  An open
  * failure keeps the resolver's errno as the code (ENOENT: the file is missing).  len may be NULL. */
-int gh_read_at(int rootfd, const char *path, size_t max, bool regular_only, char **buf, size_t *len,
-               gh_error_t *err);
+int gh_read_at(int rootfd, const char *path, size_t max, bool regular_only, char **buf, size_t *len, gh_error_t *err);
 
 #endif

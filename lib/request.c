@@ -61,7 +61,7 @@ int gh_request_add_requirement(struct gh_request *req, const char *expr, gh_erro
 
         if (req->nrequirements >= GH_REQUEST_MAX_REQUIREMENTS)
                 return invalid(err, "more than %d requirements; merge them into fewer expressions",
-                              GH_REQUEST_MAX_REQUIREMENTS);
+                               GH_REQUEST_MAX_REQUIREMENTS);
         if (strlen(expr) > GH_REQUEST_MAX_TEXT)
                 return invalid(err, "requirement longer than %d bytes", GH_REQUEST_MAX_TEXT);
         if (gh_require_parse(expr, &parsed, err) < 0)
@@ -112,7 +112,7 @@ int gh_request_add_imex(struct gh_request *req, const char *channels, gh_error_t
                 v = strtoul(t, &end, 10);
                 if (!isdigit((unsigned char) t[0]) || *end != '\0' || errno != 0 || v >= GH_IMEX_CHANNEL_LIMIT)
                         return invalid(err, "invalid IMEX channel '%.64s': channel numbers are 0 to %u", t,
-                                      GH_IMEX_CHANNEL_LIMIT - 1);
+                                       GH_IMEX_CHANNEL_LIMIT - 1);
                 if (gh_request_add_imex_channel(req, v, err) < 0)
                         return -1;
         }
@@ -131,8 +131,10 @@ int gh_request_set_ldconfig(struct gh_request *req, const char *spec, gh_error_t
         /* nvidia-container-cli accepted a path in the image; running the image's ldconfig as root
          * would run the image's code, so only a host path, written @/path, is taken. */
         if (spec[0] != '@' || spec[1] != '/')
-                return invalid(err, "--ldconfig=%s: only a host ldconfig written as @/path is accepted (the image's ldconfig is never run)",
-                              spec);
+                return invalid(
+                        err,
+                        "--ldconfig=%s: only a host ldconfig written as @/path is accepted (the image's ldconfig is never run)",
+                        spec);
         copy = strdup(spec);
         if (copy == NULL)
                 return gh_err(err, ENOMEM, "reading --ldconfig");
@@ -141,10 +143,7 @@ int gh_request_set_ldconfig(struct gh_request *req, const char *spec, gh_error_t
         return 0;
 }
 
-unsigned gh_request_caps(const struct gh_request *req)
-{
-        return gh_capability_expand(req->caps);
-}
+unsigned gh_request_caps(const struct gh_request *req) { return gh_capability_expand(req->caps); }
 
 bool gh_request_wants_gpus(const struct gh_request *req)
 {
@@ -195,15 +194,13 @@ int gh_request_option(struct gh_request *req, int opt, const char *arg, gh_error
                 }
         }
         switch (opt) {
-        case 'd':
-                return gh_request_set_devices(req, arg, err);
-        case 'R':
-                return gh_request_add_requirement(req, arg, err);
+        case 'd': return gh_request_set_devices(req, arg, err);
+        case 'R': return gh_request_add_requirement(req, arg, err);
         case GH_REQUEST_OPT_MIG_CONFIG:
         case GH_REQUEST_OPT_MIG_MONITOR:
                 if (strcmp(arg, "all") != 0)
                         return invalid(err, "--%s=%s: only 'all' is supported",
-                                      opt == GH_REQUEST_OPT_MIG_CONFIG ? "mig-config" : "mig-monitor", arg);
+                                       opt == GH_REQUEST_OPT_MIG_CONFIG ? "mig-config" : "mig-monitor", arg);
                 if (opt == GH_REQUEST_OPT_MIG_CONFIG)
                         req->mig_config = true;
                 else
@@ -211,10 +208,8 @@ int gh_request_option(struct gh_request *req, int opt, const char *arg, gh_error
                 return 0;
         case GH_REQUEST_OPT_IMEX:
                 return gh_request_add_imex(req, arg, err) < 0 ? gh_err_wrap(err, "--imex-channel") : 0;
-        case GH_REQUEST_OPT_USER:
-                return gh_request_set_user(req, arg, err);
-        case GH_REQUEST_OPT_LDCONFIG:
-                return gh_request_set_ldconfig(req, arg, err);
+        case GH_REQUEST_OPT_USER: return gh_request_set_user(req, arg, err);
+        case GH_REQUEST_OPT_LDCONFIG: return gh_request_set_ldconfig(req, arg, err);
         case GH_REQUEST_OPT_NO_CGROUPS: req->no_cgroups = true; return 0;
         case GH_REQUEST_OPT_NO_DEVBIND: req->no_devbind = true; return 0;
         case GH_REQUEST_OPT_NO_PERSISTENCED: req->no_persistenced = true; return 0;
@@ -238,8 +233,7 @@ int gh_request_option(struct gh_request *req, int opt, const char *arg, gh_error
                 free(req->mps_dir);
                 req->mps_dir = strdup(arg);
                 return req->mps_dir ? 0 : gh_err(err, ENOMEM, "reading --mps-dir");
-        default:
-                return invalid(err, "unknown request option %d", opt);
+        default: return invalid(err, "unknown request option %d", opt);
         }
 }
 
@@ -260,9 +254,9 @@ static int parse_args(struct gh_request *req, int argc, char **argv, const struc
                 if (c == '?' || c == ':') {
                         if (optopt != 0 && optopt < 0x100 && isprint(optopt))
                                 return invalid(err, "option -%c %s; see '%s --help'", optopt,
-                                              c == ':' ? "needs a value" : "is not known", argv[0]);
+                                               c == ':' ? "needs a value" : "is not known", argv[0]);
                         return invalid(err, "option '%s' is not known or needs a value; see '%s --help'",
-                                      argv[optind - 1], argv[0]);
+                                       argv[optind - 1], argv[0]);
                 }
                 if (is_request_opt(c)) {
                         if (gh_request_option(req, c, optarg, err) < 0)
@@ -353,9 +347,8 @@ int gh_request_to_argv(const struct gh_request *req, char ***argv, size_t *argc,
         for (size_t i = 0; i < req->nimex; i++)
                 if (gh_argv_add(argv, argc, err, "--imex-channel=%u", req->imex[i]) < 0)
                         return -1;
-        if (req->uid != (uid_t) -1 &&
-            gh_argv_add(argv, argc, err, "--user=%u:%u", (unsigned) req->uid,
-                        (unsigned) (req->gid == (gid_t) -1 ? req->uid : req->gid)) < 0)
+        if (req->uid != (uid_t) -1 && gh_argv_add(argv, argc, err, "--user=%u:%u", (unsigned) req->uid,
+                                                  (unsigned) (req->gid == (gid_t) -1 ? req->uid : req->gid)) < 0)
                 return -1;
         if ((req->ldconfig && gh_argv_add(argv, argc, err, "--ldconfig=%s", req->ldconfig) < 0) ||
             (req->mps_pipe_dir && gh_argv_add(argv, argc, err, "--mps-pipe-dir=%s", req->mps_pipe_dir) < 0) ||
@@ -370,7 +363,9 @@ int gh_request_to_argv(const struct gh_request *req, char ***argv, size_t *argc,
         for (size_t i = 0; i < *argc; i++)
                 total += strlen((*argv)[i]) + 1 + sizeof(char *);
         if (total > ARGV_MAX_BYTES)
-                return gh_err(err, E2BIG, "the request is too large for one command line (%zu bytes, at most %u): ask for fewer devices or requirements",
-                              total, ARGV_MAX_BYTES), gh_err_kind(err, GH_ERR_USAGE);
+                return gh_err(err, E2BIG,
+                              "the request is too large for one command line (%zu bytes, at most %u): ask for fewer devices or requirements",
+                              total, ARGV_MAX_BYTES),
+                       gh_err_kind(err, GH_ERR_USAGE);
         return 0;
 }

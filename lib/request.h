@@ -19,25 +19,25 @@
 #include "select.h"
 
 /* Limits, one set for every front end. */
-#define GH_REQUEST_MAX_REQUIREMENTS 64     /* requirement expressions */
-#define GH_REQUEST_MAX_IMEX_CHANNELS 2048  /* distinct IMEX channels */
-#define GH_IMEX_CHANNEL_LIMIT (1u << 20)   /* channel numbers are below this */
-#define GH_REQUEST_MAX_TEXT 65536          /* one device list or requirement, in bytes */
+#define GH_REQUEST_MAX_REQUIREMENTS 64    /* requirement expressions */
+#define GH_REQUEST_MAX_IMEX_CHANNELS 2048 /* distinct IMEX channels */
+#define GH_IMEX_CHANNEL_LIMIT (1u << 20)  /* channel numbers are below this */
+#define GH_REQUEST_MAX_TEXT 65536         /* one device list or requirement, in bytes */
 
 struct gh_request {
         struct gh_select_request devices; /* parsed items; devices.unset when none was given */
         unsigned caps;                    /* GH_CAP_* as asked (implications: gh_request_caps) */
         char **requirements;              /* NULL-terminated, each parsed once for syntax */
         size_t nrequirements;
-        bool mig_config, mig_monitor;     /* the MIG config / monitor capability nodes */
-        unsigned *imex;                   /* IMEX channels, distinct, in request order */
+        bool mig_config, mig_monitor; /* the MIG config / monitor capability nodes */
+        unsigned *imex;               /* IMEX channels, distinct, in request order */
         size_t nimex;
-        uid_t uid;                        /* driver service child; (uid_t) -1 = the overflow uid */
-        gid_t gid;                        /* (gid_t) -1 = the overflow gid */
-        char *ldconfig;                   /* "@/sbin/ldconfig": the host's, sandboxed; NULL = native */
-        char *mps_pipe_dir;               /* NULL = the driver's default */
-        char *mps_group;                  /* an MPS group to join (docs/mps.md); NULL = none */
-        char *mps_dir;                    /* where MPS groups live; NULL = GH_MPS_DEFAULT_DIR */
+        uid_t uid;          /* driver service child; (uid_t) -1 = the overflow uid */
+        gid_t gid;          /* (gid_t) -1 = the overflow gid */
+        char *ldconfig;     /* "@/sbin/ldconfig": the host's, sandboxed; NULL = native */
+        char *mps_pipe_dir; /* NULL = the driver's default */
+        char *mps_group;    /* an MPS group to join (docs/mps.md); NULL = none */
+        char *mps_dir;      /* where MPS groups live; NULL = GH_MPS_DEFAULT_DIR */
         bool no_cgroups, no_devbind, no_persistenced, no_fabricmanager, no_gsp_firmware;
         /* Not part of what the container asks (no request option; gpu-cli's global --state-file):
          * the driver-state cache NVML's answers may come from (statecache.h); NULL = none.  Not owned. */
@@ -45,7 +45,10 @@ struct gh_request {
 };
 
 /* An empty request: no device, no capability, the overflow ids. */
-#define GH_REQUEST_INIT { .devices = { .unset = true }, .uid = (uid_t) -1, .gid = (gid_t) -1 }
+#define GH_REQUEST_INIT                                                                                                \
+        {                                                                                                              \
+                .devices = { .unset = true }, .uid = (uid_t) -1, .gid = (gid_t) -1                                     \
+        }
 void gh_request_init(struct gh_request *req);
 void gh_request_free(struct gh_request *req);
 #define _cleanup_request_ __attribute__((cleanup(gh_request_free)))
@@ -84,12 +87,26 @@ struct gh_request_cli {
 /* getopt values of the request's options (below 0x100 are short options). */
 enum {
         GH_REQUEST_OPT_FIRST = 0x1000,
-        GH_REQUEST_OPT_COMPUTE = GH_REQUEST_OPT_FIRST, GH_REQUEST_OPT_UTILITY, GH_REQUEST_OPT_VIDEO,
-        GH_REQUEST_OPT_GRAPHICS, GH_REQUEST_OPT_DISPLAY, GH_REQUEST_OPT_NGX, GH_REQUEST_OPT_COMPAT32,
-        GH_REQUEST_OPT_MIG_CONFIG, GH_REQUEST_OPT_MIG_MONITOR, GH_REQUEST_OPT_IMEX, GH_REQUEST_OPT_USER,
-        GH_REQUEST_OPT_LDCONFIG, GH_REQUEST_OPT_NO_CGROUPS, GH_REQUEST_OPT_NO_DEVBIND,
-        GH_REQUEST_OPT_NO_PERSISTENCED, GH_REQUEST_OPT_NO_FABRICMANAGER, GH_REQUEST_OPT_NO_GSP,
-        GH_REQUEST_OPT_MPS_PIPE_DIR, GH_REQUEST_OPT_MPS_GROUP, GH_REQUEST_OPT_MPS_DIR,
+        GH_REQUEST_OPT_COMPUTE = GH_REQUEST_OPT_FIRST,
+        GH_REQUEST_OPT_UTILITY,
+        GH_REQUEST_OPT_VIDEO,
+        GH_REQUEST_OPT_GRAPHICS,
+        GH_REQUEST_OPT_DISPLAY,
+        GH_REQUEST_OPT_NGX,
+        GH_REQUEST_OPT_COMPAT32,
+        GH_REQUEST_OPT_MIG_CONFIG,
+        GH_REQUEST_OPT_MIG_MONITOR,
+        GH_REQUEST_OPT_IMEX,
+        GH_REQUEST_OPT_USER,
+        GH_REQUEST_OPT_LDCONFIG,
+        GH_REQUEST_OPT_NO_CGROUPS,
+        GH_REQUEST_OPT_NO_DEVBIND,
+        GH_REQUEST_OPT_NO_PERSISTENCED,
+        GH_REQUEST_OPT_NO_FABRICMANAGER,
+        GH_REQUEST_OPT_NO_GSP,
+        GH_REQUEST_OPT_MPS_PIPE_DIR,
+        GH_REQUEST_OPT_MPS_GROUP,
+        GH_REQUEST_OPT_MPS_DIR,
         GH_REQUEST_OPT_LAST,
 };
 

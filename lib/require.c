@@ -39,10 +39,7 @@ struct gh_require {
         size_t n;
 };
 
-static bool is_blank(char c)
-{
-        return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
+static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 /* Splits a dotted number into parts; false when s is not one ("", "1.", ".1", "1a", too long). */
 static bool version_parts(const char *s, unsigned long parts[VERSION_PARTS_MAX], size_t *n)
@@ -99,10 +96,7 @@ void gh_require_free(struct gh_require *req)
         free(req);
 }
 
-const char *gh_require_text(const struct gh_require *req)
-{
-        return req->text;
-}
+const char *gh_require_text(const struct gh_require *req) { return req->text; }
 
 unsigned gh_require_keys(const struct gh_require *req)
 {
@@ -116,7 +110,10 @@ unsigned gh_require_keys(const struct gh_require *req)
 
 static int parse_cond(const char *expr, const char *s, size_t len, struct cond *c, gh_error_t *err)
 {
-        static const struct { const char *tok; enum op op; } ops[] = {
+        static const struct {
+                const char *tok;
+                enum op op;
+        } ops[] = {
                 { "<=", OP_LE }, { ">=", OP_GE }, { "!=", OP_NE }, { "=", OP_EQ }, { "<", OP_LT }, { ">", OP_GT },
         };
         size_t klen = 0, olen = 0;
@@ -131,8 +128,9 @@ static int parse_cond(const char *expr, const char *s, size_t len, struct cond *
                 }
         }
         if (!found)
-                return gh_err(err, 0, "invalid expression '%s': unknown key in '%.*s' (keys: cuda, driver, arch, brand)",
-                              expr, (int) len, s);
+                return gh_err(err, 0,
+                              "invalid expression '%s': unknown key in '%.*s' (keys: cuda, driver, arch, brand)", expr,
+                              (int) len, s);
         found = false;
         for (size_t o = 0; o < GH_ARRAY_SIZE(ops) && !found; o++) {
                 size_t n = strlen(ops[o].tok);
@@ -153,7 +151,8 @@ static int parse_cond(const char *expr, const char *s, size_t len, struct cond *
                 return gh_err(err, ENOMEM, "parsing requirement '%s'", expr);
         if (c->key == KEY_BRAND) {
                 if (c->op != OP_EQ && c->op != OP_NE)
-                        return gh_err(err, 0, "invalid expression '%s': brand allows only = and != in '%s'", expr, c->text);
+                        return gh_err(err, 0, "invalid expression '%s': brand allows only = and != in '%s'", expr,
+                                      c->text);
                 for (const char *p = c->value; *p; p++)
                         if (!isalnum((unsigned char) *p) && *p != '-' && *p != '_')
                                 return gh_err(err, 0, "invalid expression '%s': bad brand name in '%s'", expr, c->text);
@@ -324,7 +323,8 @@ static int explain(const struct gh_require *req, const struct cond *c, const str
         switch (c->key) {
         case KEY_CUDA:
                 if (f->cuda == NULL || f->cuda[0] == '\0')
-                        gh_err(err, 0, "%s: the driver's CUDA version is unknown; check the driver with 'gpu-cli info'", what);
+                        gh_err(err, 0, "%s: the driver's CUDA version is unknown; check the driver with 'gpu-cli info'",
+                               what);
                 else if (c->op == OP_GE || c->op == OP_GT || c->op == OP_EQ)
                         gh_err(err, 0,
                                "%s: the driver supports CUDA %s; update the NVIDIA driver on the host to one that "
@@ -339,8 +339,9 @@ static int explain(const struct gh_require *req, const struct cond *c, const str
                        f->driver && f->driver[0] ? f->driver : "unknown", c->text);
                 break;
         case KEY_ARCH:
-                gh_err(err, 0, "%s on GPU %u (%s, compute capability %s); select other GPUs with NVIDIA_VISIBLE_DEVICES",
-                       what, gpu ? gpu->index : 0, gpu ? gpu->model : "?", f->arch && f->arch[0] ? f->arch : "unknown");
+                gh_err(err, 0,
+                       "%s on GPU %u (%s, compute capability %s); select other GPUs with NVIDIA_VISIBLE_DEVICES", what,
+                       gpu ? gpu->index : 0, gpu ? gpu->model : "?", f->arch && f->arch[0] ? f->arch : "unknown");
                 break;
         case KEY_BRAND:
         default:

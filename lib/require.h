@@ -29,7 +29,11 @@ struct gh_require_facts {
 int gh_require_parse(const char *expr, struct gh_require **out, gh_error_t *err);
 void gh_require_free(struct gh_require *req);
 #define _cleanup_require_ __attribute__((cleanup(gh_require_freep)))
-static inline void gh_require_freep(struct gh_require **r) { if (*r) gh_require_free(*r); }
+static inline void gh_require_freep(struct gh_require **r)
+{
+        if (*r)
+                gh_require_free(*r);
+}
 
 /* The expression as given (for messages). */
 const char *gh_require_text(const struct gh_require *req);

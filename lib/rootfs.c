@@ -357,7 +357,8 @@ int gh_create_file(int rootfd, const char *path, mode_t mode, gh_error_t *err)
                         if (S_ISLNK(st.st_mode)) {
                                 /* Never write through an image's symlink: replace it. */
                                 if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
-                                        return gh_err(err, errno, "replacing symlink %s inside the container root", path);
+                                        return gh_err(err, errno, "replacing symlink %s inside the container root",
+                                                      path);
                                 continue;
                         }
                         fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);

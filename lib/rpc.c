@@ -76,7 +76,10 @@ static const struct {
         size_t offset;
         bool optional; /* MIG entry points are missing from drivers older than R450 */
 } nvml_symbols[] = {
-#define SYM(field, sym, opt) { sym, offsetof(__typeof__(nvml), field), opt }
+#define SYM(field, sym, opt)                                                                                           \
+        {                                                                                                              \
+                sym, offsetof(__typeof__(nvml), field), opt                                                            \
+        }
         SYM(init, "nvmlInit_v2", false),
         SYM(error_string, "nvmlErrorString", false),
         SYM(driver_version, "nvmlSystemGetDriverVersion", false),
@@ -101,10 +104,10 @@ const char *gh_nvml_brand_name(int brand)
 {
         /* NVML's nvmlBrandType_t values; one word each so that brand=NAME requirements can name them. */
         static const char *const names[] = {
-                [0] = "Unknown",        [1] = "Quadro",         [2] = "Tesla",         [3] = "NVS",
-                [4] = "GRID",           [5] = "GeForce",        [6] = "TITAN",         [7] = "NvidiaVApps",
-                [8] = "NvidiaVPC",      [9] = "NvidiaVCS",      [10] = "NvidiaVWS",    [11] = "NvidiaCloudGaming",
-                [12] = "QuadroRTX",     [13] = "NvidiaRTX",     [14] = "Nvidia",       [15] = "GeForceRTX",
+                [0] = "Unknown",    [1] = "Quadro",     [2] = "Tesla",      [3] = "NVS",
+                [4] = "GRID",       [5] = "GeForce",    [6] = "TITAN",      [7] = "NvidiaVApps",
+                [8] = "NvidiaVPC",  [9] = "NvidiaVCS",  [10] = "NvidiaVWS", [11] = "NvidiaCloudGaming",
+                [12] = "QuadroRTX", [13] = "NvidiaRTX", [14] = "Nvidia",    [15] = "GeForceRTX",
                 [16] = "TitanRTX",
         };
         if (brand < 0 || (size_t) brand >= GH_ARRAY_SIZE(names) || names[brand] == NULL)
@@ -126,7 +129,8 @@ int gh_rpc_nvml_load(char *errbuf, size_t size)
         for (size_t i = 0; i < GH_ARRAY_SIZE(nvml_symbols); i++) {
                 void *sym = dlsym(lib, nvml_symbols[i].name);
                 if (sym == NULL && !nvml_symbols[i].optional) {
-                        snprintf(errbuf, size, "libnvidia-ml.so.1 has no %s; the driver is too old", nvml_symbols[i].name);
+                        snprintf(errbuf, size, "libnvidia-ml.so.1 has no %s; the driver is too old",
+                                 nvml_symbols[i].name);
                         return -1;
                 }
                 memcpy((char *) &nvml + nvml_symbols[i].offset, &sym, sizeof(sym));
@@ -147,7 +151,8 @@ int gh_rpc_cuda_load(const char *path, char *errbuf, size_t size)
         void *lib = dlopen(path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 
         if (lib == NULL) {
-                snprintf(errbuf, size, "cannot load %s from the driver root: %s", path ? path : "libcuda.so.1", dlerror());
+                snprintf(errbuf, size, "cannot load %s from the driver root: %s", path ? path : "libcuda.so.1",
+                         dlerror());
                 return -1;
         }
         *(void **) &cu_driver_get_version = dlsym(lib, "cuDriverGetVersion");
@@ -182,10 +187,7 @@ bool_t gh_rpc_cuda_1_svc(void *arg, gh_rpc_cuda_res *res, struct svc_req *req)
         return TRUE;
 }
 
-void gh_rpc_set_setup_error(const char *msg)
-{
-        snprintf(setup_error, sizeof(setup_error), "%s", msg);
-}
+void gh_rpc_set_setup_error(const char *msg) { snprintf(setup_error, sizeof(setup_error), "%s", msg); }
 
 static char *nvml_error(const char *what, nvml_return r)
 {
@@ -225,10 +227,7 @@ bool_t gh_rpc_driver_1_svc(void *arg, gh_rpc_driver_res *res, struct svc_req *re
         return TRUE;
 }
 
-static char *bounded_dup(const char *s, size_t max)
-{
-        return strndup(s, max);
-}
+static char *bounded_dup(const char *s, size_t max) { return strndup(s, max); }
 
 /* Fills the MIG part of one GPU; a GPU or driver without MIG support simply has none. */
 static const char *fill_migs(nvml_device dev, gh_rpc_gpu *g, nvml_return *rr)
@@ -398,8 +397,7 @@ void gh_rpc_serve(int fd)
                         reply.acpted_rply.ar_vers.high = GH_NVML_VERS;
                 } else {
                         switch (call.rm_call.cb_proc) {
-                        case NULLPROC:
-                                break;
+                        case NULLPROC: break;
                         case GH_RPC_DRIVER:
                                 memset(&dres, 0, sizeof(dres));
                                 gh_rpc_driver_1_svc(NULL, &dres, NULL);
@@ -430,8 +428,7 @@ void gh_rpc_serve(int fd)
                                 result_proc = (xdrproc_t) xdr_gh_rpc_usage_res;
                                 result = &ures;
                                 break;
-                        default:
-                                reply.acpted_rply.ar_stat = PROC_UNAVAIL;
+                        default: reply.acpted_rply.ar_stat = PROC_UNAVAIL;
                         }
                 }
                 reply.acpted_rply.ar_results.where = (caddr_t) result;
@@ -530,7 +527,7 @@ static enum clnt_stat nvml_call(struct rpc_conn *c, u_int proc, xdrproc_t xargs,
         if (reply.rm_xid != call.rm_xid || reply.rm_reply.rp_stat != MSG_ACCEPTED ||
             reply.acpted_rply.ar_stat != SUCCESS) {
                 xdr_free(xres, res);
-                return reply.rm_reply.rp_stat != MSG_ACCEPTED ? RPC_AUTHERROR
+                return reply.rm_reply.rp_stat != MSG_ACCEPTED      ? RPC_AUTHERROR
                        : reply.acpted_rply.ar_stat == PROC_UNAVAIL ? RPC_PROCUNAVAIL
                                                                    : RPC_CANTDECODERES;
         }
@@ -560,8 +557,8 @@ static bool clean_string(const char *s)
 static int convert_gpu(const gh_rpc_gpu *r, unsigned index, struct gh_gpu *gpu, gh_error_t *err)
 {
         memset(gpu, 0, sizeof(*gpu));
-        if (!clean_string(r->uuid) || !clean_string(r->model) || r->minor > 254 || r->cc_major < 0 ||
-            r->cc_minor < 0 || r->cc_major > 999 || r->cc_minor > 999)
+        if (!clean_string(r->uuid) || !clean_string(r->model) || r->minor > 254 || r->cc_major < 0 || r->cc_minor < 0 ||
+            r->cc_major > 999 || r->cc_minor > 999)
                 return gh_err(err, 0, "NVML returned malformed data for GPU %u", index);
         if (gh_busid_normalize(r->busid, gpu->busid, sizeof(gpu->busid)) < 0)
                 return gh_err(err, 0, "NVML returned a bad bus id for GPU %u", index);
@@ -600,8 +597,8 @@ static int fetch_usage(struct rpc_conn *clnt, unsigned i, struct gh_gpu *gpu, gh
         if (st != RPC_SUCCESS)
                 return call_failed(st, what, clnt->timeout_ms, err);
         if (ures.status != 0)
-                r = gh_err(err, 0, "%s", clean_string(ures.gh_rpc_usage_res_u.error) ? ures.gh_rpc_usage_res_u.error
-                                                                                     : "NVML failed");
+                r = gh_err(err, 0, "%s",
+                           clean_string(ures.gh_rpc_usage_res_u.error) ? ures.gh_rpc_usage_res_u.error : "NVML failed");
         else
                 r = gh_usage_convert(&ures.gh_rpc_usage_res_u.usage, i, &gpu->usage, err);
         xdr_free((xdrproc_t) xdr_gh_rpc_usage_res, (char *) &ures);
@@ -615,15 +612,18 @@ static int fetch(struct rpc_conn *clnt, int timeout_ms, bool with_usage, struct 
         int r = 0;
 
         memset(&dres, 0, sizeof(dres));
-        st = nvml_call(clnt, GH_RPC_DRIVER, (xdrproc_t) (void (*)(void)) xdr_void, NULL, (xdrproc_t) xdr_gh_rpc_driver_res, &dres);
+        st = nvml_call(clnt, GH_RPC_DRIVER, (xdrproc_t) (void (*)(void)) xdr_void, NULL,
+                       (xdrproc_t) xdr_gh_rpc_driver_res, &dres);
         if (st != RPC_SUCCESS)
                 return call_failed(st, "the driver version", timeout_ms, err);
         if (dres.status != 0) {
-                r = gh_err(err, 0, "%s", clean_string(dres.gh_rpc_driver_res_u.error) ? dres.gh_rpc_driver_res_u.error
-                                                                                     : "NVML failed");
+                r = gh_err(err, 0, "%s",
+                           clean_string(dres.gh_rpc_driver_res_u.error) ? dres.gh_rpc_driver_res_u.error
+                                                                        : "NVML failed");
         } else if (!gh_version_is_dotted(dres.gh_rpc_driver_res_u.driver.driver_version) ||
                    strlen(dres.gh_rpc_driver_res_u.driver.driver_version) >= sizeof(list->driver_version) ||
-                   dres.gh_rpc_driver_res_u.driver.count > MAX_GPUS || dres.gh_rpc_driver_res_u.driver.cuda_version < 0) {
+                   dres.gh_rpc_driver_res_u.driver.count > MAX_GPUS ||
+                   dres.gh_rpc_driver_res_u.driver.cuda_version < 0) {
                 r = gh_err(err, 0, "NVML returned a malformed driver description");
         } else {
                 const gh_rpc_driver *d = &dres.gh_rpc_driver_res_u.driver;
@@ -649,8 +649,9 @@ static int fetch(struct rpc_conn *clnt, int timeout_ms, bool with_usage, struct 
                 if (st != RPC_SUCCESS)
                         return call_failed(st, what, timeout_ms, err);
                 if (gres.status != 0)
-                        r = gh_err(err, 0, "%s", clean_string(gres.gh_rpc_gpu_res_u.error) ? gres.gh_rpc_gpu_res_u.error
-                                                                                         : "NVML failed");
+                        r = gh_err(err, 0, "%s",
+                                   clean_string(gres.gh_rpc_gpu_res_u.error) ? gres.gh_rpc_gpu_res_u.error
+                                                                             : "NVML failed");
                 else
                         r = convert_gpu(&gres.gh_rpc_gpu_res_u.gpu, i, &list->gpus[list->n], err);
                 list->n++; /* counted even when partly filled, so gh_gpu_list_free frees its MIG array */
@@ -689,12 +690,13 @@ int gh_rpc_fetch_cuda(int fd, int timeout_ms, char *cuda, size_t size, gh_error_
         c.timeout_ms = timeout_ms <= 0 ? DEFAULT_TIMEOUT_MS : timeout_ms;
         xdrrec_create(&c.x, 0, 0, (char *) &c, conn_read, conn_write);
         memset(&res, 0, sizeof(res));
-        st = nvml_call(&c, GH_RPC_CUDA, (xdrproc_t) (void (*)(void)) xdr_void, NULL, (xdrproc_t) xdr_gh_rpc_cuda_res, &res);
+        st = nvml_call(&c, GH_RPC_CUDA, (xdrproc_t) (void (*)(void)) xdr_void, NULL, (xdrproc_t) xdr_gh_rpc_cuda_res,
+                       &res);
         if (st != RPC_SUCCESS) {
                 r = call_failed(st, "the CUDA version", c.timeout_ms, err);
         } else if (res.status != 0) {
-                r = gh_err(err, 0, "%s", clean_string(res.gh_rpc_cuda_res_u.error) ? res.gh_rpc_cuda_res_u.error
-                                                                                  : "libcuda failed");
+                r = gh_err(err, 0, "%s",
+                           clean_string(res.gh_rpc_cuda_res_u.error) ? res.gh_rpc_cuda_res_u.error : "libcuda failed");
         } else if (res.gh_rpc_cuda_res_u.cuda_version <= 0 || res.gh_rpc_cuda_res_u.cuda_version > 999999) {
                 r = gh_err(err, 0, "libcuda returned a malformed CUDA version");
         } else {

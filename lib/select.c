@@ -13,10 +13,7 @@
  * error messages unreadable. */
 #define ITEM_MAX 256
 
-static bool is_blank(char c)
-{
-        return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
+static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 /* A decimal index without sign or blanks; bounded so "99999999999" is unknown, not wrapped. */
 static bool parse_index(const char *s, size_t len, unsigned *out)
@@ -34,10 +31,7 @@ static bool parse_index(const char *s, size_t len, unsigned *out)
         return true;
 }
 
-static bool has_prefix_ci(const char *s, const char *prefix)
-{
-        return strncasecmp(s, prefix, strlen(prefix)) == 0;
-}
+static bool has_prefix_ci(const char *s, const char *prefix) { return strncasecmp(s, prefix, strlen(prefix)) == 0; }
 
 static int classify(const char *text, struct gh_select_item *item, gh_error_t *err)
 {
@@ -55,7 +49,8 @@ static int classify(const char *text, struct gh_select_item *item, gh_error_t *e
                 item->kind = GH_SELECT_MIG_UUID;
                 return 0;
         }
-        if (colon != NULL && strchr(colon + 1, ':') == NULL && parse_index(text, (size_t) (colon - text), &item->index) &&
+        if (colon != NULL && strchr(colon + 1, ':') == NULL &&
+            parse_index(text, (size_t) (colon - text), &item->index) &&
             parse_index(colon + 1, strlen(colon + 1), &item->mig)) {
                 item->kind = GH_SELECT_MIG_INDEX;
                 return 0;
@@ -64,7 +59,8 @@ static int classify(const char *text, struct gh_select_item *item, gh_error_t *e
                 item->kind = GH_SELECT_BUSID;
                 return 0;
         }
-        return gh_err(err, 0, "unknown device '%s'; use an index, a GPU-/MIG- UUID, a PCI bus id, GPU:MIG, 'all' or 'none'",
+        return gh_err(err, 0,
+                      "unknown device '%s'; use an index, a GPU-/MIG- UUID, a PCI bus id, GPU:MIG, 'all' or 'none'",
                       text);
 }
 
@@ -98,7 +94,8 @@ static int add_item(struct gh_select_request *req, const char *start, size_t len
         struct gh_select_item *grown;
 
         if (len > ITEM_MAX)
-                return gh_err(err, 0, "unknown device '%.32s...' (%zu characters); device names are shorter", start, len);
+                return gh_err(err, 0, "unknown device '%.32s...' (%zu characters); device names are shorter", start,
+                              len);
         item.text = strndup(start, len);
         if (item.text == NULL)
                 return gh_err(err, ENOMEM, "parsing the device list");
@@ -172,12 +169,12 @@ void gh_select_format(const struct gh_select_request *req, char *buf, size_t siz
         if (size == 0)
                 return;
         buf[0] = '\0';
-#define APPEND(...)                                                                          \
-        do {                                                                                 \
-                if (used < size) {                                                           \
-                        int _n = snprintf(buf + used, size - used, __VA_ARGS__);             \
-                        used += _n > 0 ? (size_t) _n : 0;                                    \
-                }                                                                            \
+#define APPEND(...)                                                                                                    \
+        do {                                                                                                           \
+                if (used < size) {                                                                                     \
+                        int _n = snprintf(buf + used, size - used, __VA_ARGS__);                                       \
+                        used += _n > 0 ? (size_t) _n : 0;                                                              \
+                }                                                                                                      \
         } while (0)
         if (req->unset) {
                 APPEND("(unset)");

@@ -21,17 +21,17 @@ enum gh_select_kind {
 
 struct gh_select_item {
         enum gh_select_kind kind;
-        char *text;        /* the item as written, trimmed (for messages) */
-        unsigned index;    /* INDEX, MIG_INDEX: the GPU index */
-        unsigned mig;      /* MIG_INDEX: the MIG index */
+        char *text;               /* the item as written, trimmed (for messages) */
+        unsigned index;           /* INDEX, MIG_INDEX: the GPU index */
+        unsigned mig;             /* MIG_INDEX: the MIG index */
         char busid[GH_BUSID_MAX]; /* BUSID: normalised "0000:00:06.0" */
 };
 
 struct gh_select_request {
-        bool unset;  /* the list was NULL: decided by the caller (legacy image => all) */
-        bool is_void;/* "" or any item "void": not a GPU container */
-        bool all;    /* any item "all" (case-insensitive): every GPU and MIG device */
-        bool none;   /* an item "none": driver files but no device (other items still apply) */
+        bool unset;                   /* the list was NULL: decided by the caller (legacy image => all) */
+        bool is_void;                 /* "" or any item "void": not a GPU container */
+        bool all;                     /* any item "all" (case-insensitive): every GPU and MIG device */
+        bool none;                    /* an item "none": driver files but no device (other items still apply) */
         struct gh_select_item *items; /* the remaining items, duplicates removed, in order */
         size_t n;
 };
@@ -59,8 +59,8 @@ struct gh_selection {
 /* Matches the request against the GPUs.  "all" selects every GPU and every MIG device; an item
  * that matches nothing is an error "unknown device '<item>'" naming it.  A void or none request
  * resolves to the empty selection. */
-int gh_select_resolve(const struct gh_select_request *req, const struct gh_gpu_list *list,
-                      struct gh_selection *sel, gh_error_t *err);
+int gh_select_resolve(const struct gh_select_request *req, const struct gh_gpu_list *list, struct gh_selection *sel,
+                      gh_error_t *err);
 void gh_selection_free(struct gh_selection *sel);
 #define _cleanup_selection_ __attribute__((cleanup(gh_selection_free)))
 

@@ -33,15 +33,9 @@ static unsigned long read_overflow(const char *path)
         return v;
 }
 
-uid_t gh_overflow_uid(void)
-{
-        return (uid_t) read_overflow("/proc/sys/kernel/overflowuid");
-}
+uid_t gh_overflow_uid(void) { return (uid_t) read_overflow("/proc/sys/kernel/overflowuid"); }
 
-gid_t gh_overflow_gid(void)
-{
-        return (gid_t) read_overflow("/proc/sys/kernel/overflowgid");
-}
+gid_t gh_overflow_gid(void) { return (gid_t) read_overflow("/proc/sys/kernel/overflowgid"); }
 
 static bool parse_id(const char *s, size_t len, unsigned long *out)
 {
@@ -127,7 +121,7 @@ static int sandbox(int rootfd, int sock, uid_t uid, gid_t gid, pid_t parent, cha
 }
 
 static __attribute__((noreturn)) void child_main(int rootfd, int sock, uid_t uid, gid_t gid, pid_t parent, bool cuda,
-                                                  const char *cuda_lib)
+                                                 const char *cuda_lib)
 {
         char why[256] = "";
 
@@ -225,7 +219,8 @@ static int with_service(int rootfd, const struct gh_gpus_opts *opts, bool cuda, 
         close(TAKE_FD(ours)); /* EOF tells a healthy child to exit */
         stop_child(pid, r < 0, err);
         if (r < 0)
-                return gh_err_wrap(err, cuda ? "asking libcuda for the CUDA version" : "querying the driver through NVML");
+                return gh_err_wrap(err,
+                                   cuda ? "asking libcuda for the CUDA version" : "querying the driver through NVML");
         return 0;
 }
 

@@ -140,7 +140,8 @@ static bool is_driver_file(int rootfd, const char *path, const char *version)
         if (n <= 0)
                 return false;
         target[n] = '\0';
-        return (size_t) n > vlen + 1 && target[n - (ssize_t) vlen - 1] == '.' && strcmp(target + n - vlen, version) == 0;
+        return (size_t) n > vlen + 1 && target[n - (ssize_t) vlen - 1] == '.' &&
+               strcmp(target + n - vlen, version) == 0;
 }
 
 /* The files the fingerprint follows: for each SONAME, the root's ld.so.cache 64-bit entry whose file
@@ -207,7 +208,8 @@ static int each_entry(int dfd, int (*fn)(void *, const struct dirent64_raw *), v
                 for (long off = 0; off < n;) {
                         const struct dirent64_raw *d = (const void *) (buf + off);
                         off += d->d_reclen;
-                        if (d->d_name[0] == '.' && (d->d_name[1] == '\0' || (d->d_name[1] == '.' && d->d_name[2] == '\0')))
+                        if (d->d_name[0] == '.' &&
+                            (d->d_name[1] == '\0' || (d->d_name[1] == '.' && d->d_name[2] == '\0')))
                                 continue;
                         int r = fn(arg, d);
                         if (r < 0)
@@ -398,7 +400,7 @@ static bool good_string(const char *s, size_t len, size_t max, bool empty_ok)
         return true;
 }
 
-#define COPY(dst, s, len, empty_ok)                                                    \
+#define COPY(dst, s, len, empty_ok)                                                                                    \
         (good_string((s), (len), sizeof(dst), (empty_ok)) ? (memcpy((dst), (s), (len) + 1), true) : false)
 
 static int parse_mig(json_t *o, struct gh_gpu *gpu, struct gh_mig *mig, gh_error_t *err)
@@ -432,8 +434,7 @@ static int parse_gpu(json_t *o, struct gh_gpu *gpu, gh_error_t *err)
 
         if (json_unpack_ex(o, &je, JSON_STRICT, "{s:I, s:s%, s:s%, s:s%, s:s%, s:s%, s:b, s:o}", "minor", &minor,
                            "uuid", &uuid, &ulen, "bus_id", &busid, &blen, "model", &model, &mlen, "brand", &brand,
-                           &brlen, "architecture", &arch, &alen, "mig_enabled", &mig_enabled, "mig_devices",
-                           &migs) < 0)
+                           &brlen, "architecture", &arch, &alen, "mig_enabled", &mig_enabled, "mig_devices", &migs) < 0)
                 return gh_err(err, 0, "a GPU: %s", je.text);
         if (minor < 0 || minor > 254 || !COPY(gpu->uuid, uuid, ulen, false) || !COPY(gpu->busid, busid, blen, false) ||
             !COPY(gpu->model, model, mlen, false) || !COPY(gpu->brand, brand, brlen, false) ||
@@ -468,8 +469,8 @@ static int parse_root(json_t *root, struct gh_statecache_entry *e, gh_error_t *e
         json_error_t je;
 
         if (json_unpack_ex(root, &je, JSON_STRICT, "{s:I, s:s%, s:o, s:s%, s:s%, s:o}", "format", &format,
-                           "fingerprint", &fp, &fplen, "libraries", &libs, "nvrm_version", &drv, &dlen,
-                           "cuda_version", &cuda, &clen, "gpus", &gpus) < 0)
+                           "fingerprint", &fp, &fplen, "libraries", &libs, "nvrm_version", &drv, &dlen, "cuda_version",
+                           &cuda, &clen, "gpus", &gpus) < 0)
                 return gh_err(err, 0, "%s", je.text);
         if (format != FORMAT)
                 return gh_err(err, 0, "format %lld, not %d", (long long) format, FORMAT);
@@ -550,10 +551,10 @@ char *gh_statecache_format(const struct gh_statecache_fp *fp, const struct gh_gp
                         json_array_append_new(migs, json_pack("{s:i, s:i, s:i, s:s}", "index", (int) g->migs[m].index,
                                                               "gpu_instance", (int) g->migs[m].gi, "compute_instance",
                                                               (int) g->migs[m].ci, "uuid", g->migs[m].uuid));
-                json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:b, s:o*}", "minor", (int) g->minor,
-                                                      "uuid", g->uuid, "bus_id", g->busid, "model", g->model, "brand",
-                                                      g->brand, "architecture", g->arch, "mig_enabled", g->mig_enabled,
-                                                      "mig_devices", migs));
+                json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:b, s:o*}", "minor",
+                                                      (int) g->minor, "uuid", g->uuid, "bus_id", g->busid, "model",
+                                                      g->model, "brand", g->brand, "architecture", g->arch,
+                                                      "mig_enabled", g->mig_enabled, "mig_devices", migs));
         }
         root = json_pack("{s:i, s:s, s:[s,s], s:s, s:s, s:o}", "format", FORMAT, "fingerprint", fp->text, "libraries",
                          fp->libs[0], fp->libs[1], "nvrm_version", list->driver_version, "cuda_version",
@@ -622,10 +623,7 @@ static void first_difference(const char *a, const char *b, char *why, size_t siz
         snprintf(why, size, "stale");
 }
 
-static int busid_cmp(const void *a, const void *b)
-{
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
+static int busid_cmp(const void *a, const void *b) { return strcmp(*(char *const *) a, *(char *const *) b); }
 
 int gh_statecache_lookup(int rootfd, const char *path, struct gh_gpu_list *list, char *why, size_t size)
 {

@@ -23,10 +23,10 @@
 #define GH_STATECACHE_NLIBS 2 /* libnvidia-ml.so.1, libcuda.so.1 */
 
 struct gh_statecache_fp {
-        char *text;                             /* "key value\n" lines */
-        char *libs[GH_STATECACHE_NLIBS];        /* in-root paths the ld.so.cache gave; "" when absent */
-        char driver_version[GH_VERSION_MAX];    /* NVRM version read on the way */
-        char **busids;                          /* normalised names of proc/driver/nvidia/gpus/ */
+        char *text;                          /* "key value\n" lines */
+        char *libs[GH_STATECACHE_NLIBS];     /* in-root paths the ld.so.cache gave; "" when absent */
+        char driver_version[GH_VERSION_MAX]; /* NVRM version read on the way */
+        char **busids;                       /* normalised names of proc/driver/nvidia/gpus/ */
         size_t nbusids;
 };
 

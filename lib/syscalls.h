@@ -103,12 +103,12 @@ enum {
 extern unsigned gh_syscalls_disabled;
 static inline void gh_syscall_disable(unsigned mask) { gh_syscalls_disabled |= mask; }
 
-#define GH_SYSCALL_GATE(bit)                   \
-        do {                                   \
-                if (gh_syscalls_disabled & (bit)) { \
-                        errno = ENOSYS;        \
-                        return -1;             \
-                }                              \
+#define GH_SYSCALL_GATE(bit)                                                                                           \
+        do {                                                                                                           \
+                if (gh_syscalls_disabled & (bit)) {                                                                    \
+                        errno = ENOSYS;                                                                                \
+                        return -1;                                                                                     \
+                }                                                                                                      \
         } while (0)
 
 static inline int gh_openat2(int dirfd, const char *path, uint64_t flags, uint64_t mode, uint64_t resolve)

@@ -25,9 +25,17 @@ typedef struct nvml_device *nvml_device;
 enum { NVML_OK = 0, NVML_INSUFFICIENT_SIZE = 7 };
 #define NVML_VALUE_NOT_AVAILABLE (~0ULL)
 
-struct nvml_utilization { unsigned int gpu, memory; };
-struct nvml_memory { unsigned long long total, free, used; };
-struct nvml_process_info { unsigned int pid; unsigned long long used_memory; unsigned int gi, ci; };
+struct nvml_utilization {
+        unsigned int gpu, memory;
+};
+struct nvml_memory {
+        unsigned long long total, free, used;
+};
+struct nvml_process_info {
+        unsigned int pid;
+        unsigned long long used_memory;
+        unsigned int gi, ci;
+};
 struct nvml_process_sample {
         unsigned int pid;
         unsigned long long timestamp;
@@ -48,7 +56,10 @@ static struct {
 
 void gh_usage_bind(void *lib)
 {
-        static const struct { const char *name; size_t offset; } syms[] = {
+        static const struct {
+                const char *name;
+                size_t offset;
+        } syms[] = {
 #define SYM(field, name) { name, offsetof(__typeof__(nv), field) }
                 SYM(handle_by_index, "nvmlDeviceGetHandleByIndex_v2"),
                 SYM(utilization, "nvmlDeviceGetUtilizationRates"),
@@ -119,8 +130,8 @@ static void add_procs(gh_rpc_usage *u, const struct nvml_process_info *list, uns
                 else
                         p->compute = TRUE;
                 if (list[i].used_memory != NVML_VALUE_NOT_AVAILABLE)
-                        p->used_memory = (p->used_memory == NVML_VALUE_NOT_AVAILABLE ? 0 : p->used_memory) +
-                                         list[i].used_memory;
+                        p->used_memory =
+                                (p->used_memory == NVML_VALUE_NOT_AVAILABLE ? 0 : p->used_memory) + list[i].used_memory;
         }
 }
 
@@ -164,8 +175,12 @@ void gh_usage_serve(unsigned index, gh_rpc_usage_res *res)
         nvml_device dev;
 
         memset(res, 0, sizeof(*res));
-        *u = (gh_rpc_usage) { .gpu_util = -1, .mem_util = -1, .mem_used = NVML_VALUE_NOT_AVAILABLE,
-                              .mem_total = NVML_VALUE_NOT_AVAILABLE, .temperature = -1, .power_mw = -1,
+        *u = (gh_rpc_usage) { .gpu_util = -1,
+                              .mem_util = -1,
+                              .mem_used = NVML_VALUE_NOT_AVAILABLE,
+                              .mem_total = NVML_VALUE_NOT_AVAILABLE,
+                              .temperature = -1,
+                              .power_mw = -1,
                               .compute_mode = -1 };
         if (nv.handle_by_index == NULL || nv.handle_by_index(index, &dev) != NVML_OK) {
                 res->status = 1;
@@ -185,7 +200,8 @@ void gh_usage_serve(unsigned index, gh_rpc_usage_res *res)
         if (nv.power && nv.power(dev, &v) == NVML_OK && v < 100000000)
                 u->power_mw = (int) v;
         int mode;
-        if (nv.compute_mode && nv.compute_mode(dev, &mode) == NVML_OK && mode >= 0 && mode <= GH_COMPUTE_MODE_EXCLUSIVE_PROCESS)
+        if (nv.compute_mode && nv.compute_mode(dev, &mode) == NVML_OK && mode >= 0 &&
+            mode <= GH_COMPUTE_MODE_EXCLUSIVE_PROCESS)
                 u->compute_mode = mode;
 
         _cleanup_free_ struct nvml_process_info *compute = list_procs(nv.compute_procs, dev, &nc);
@@ -214,10 +230,7 @@ void gh_gpu_usage_free(struct gh_gpu_usage *u)
         free(u);
 }
 
-static bool percent_ok(int v)
-{
-        return v >= -1 && v <= 100;
-}
+static bool percent_ok(int v) { return v >= -1 && v <= 100; }
 
 int gh_usage_convert(const gh_rpc_usage *r, unsigned index, struct gh_gpu_usage **out, gh_error_t *err)
 {
@@ -230,13 +243,19 @@ int gh_usage_convert(const gh_rpc_usage *r, unsigned index, struct gh_gpu_usage 
             (r->mem_total != GH_UNKNOWN_U64 && r->mem_used != GH_UNKNOWN_U64 && r->mem_used > r->mem_total))
                 return gh_err(err, 0, "NVML returned malformed usage figures for GPU %u", index);
         u = calloc(1, sizeof(*u));
-        if (u == NULL || (r->procs.procs_len > 0 && (u->procs = calloc(r->procs.procs_len, sizeof(*u->procs))) == NULL)) {
+        if (u == NULL ||
+            (r->procs.procs_len > 0 && (u->procs = calloc(r->procs.procs_len, sizeof(*u->procs))) == NULL)) {
                 free(u);
                 return gh_err(err, ENOMEM, "reading the usage of GPU %u", index);
         }
-        *u = (struct gh_gpu_usage) { .gpu_util = r->gpu_util, .mem_util = r->mem_util, .mem_used = r->mem_used,
-                                     .mem_total = r->mem_total, .temperature_c = r->temperature,
-                                     .power_mw = r->power_mw, .compute_mode = r->compute_mode, .procs = u->procs };
+        *u = (struct gh_gpu_usage) { .gpu_util = r->gpu_util,
+                                     .mem_util = r->mem_util,
+                                     .mem_used = r->mem_used,
+                                     .mem_total = r->mem_total,
+                                     .temperature_c = r->temperature,
+                                     .power_mw = r->power_mw,
+                                     .compute_mode = r->compute_mode,
+                                     .procs = u->procs };
         for (u_int i = 0; i < r->procs.procs_len; i++) {
                 const gh_rpc_proc *p = &r->procs.procs_val[i];
                 if (p->pid == 0 || p->pid > (1u << 22) || !percent_ok(p->sm_util) || !percent_ok(p->mem_util)) {
@@ -244,8 +263,12 @@ int gh_usage_convert(const gh_rpc_usage *r, unsigned index, struct gh_gpu_usage 
                         return gh_err(err, 0, "NVML returned a malformed process entry for GPU %u", index);
                 }
                 u->procs[u->nprocs++] = (struct gh_gpu_proc) {
-                        .pid = (pid_t) p->pid, .compute = p->compute, .graphics = p->graphics,
-                        .used_memory = p->used_memory, .sm_util = p->sm_util, .mem_util = p->mem_util,
+                        .pid = (pid_t) p->pid,
+                        .compute = p->compute,
+                        .graphics = p->graphics,
+                        .used_memory = p->used_memory,
+                        .sm_util = p->sm_util,
+                        .mem_util = p->mem_util,
                         .owner = { .ns_pid = (pid_t) p->pid },
                 };
         }

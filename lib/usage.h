@@ -18,26 +18,30 @@
 #define GH_MAX_GPU_PROCS 4096
 
 struct gh_gpu_proc {
-        pid_t pid;              /* as the host sees it */
+        pid_t pid; /* as the host sees it */
         bool compute, graphics;
-        uint64_t used_memory;   /* bytes; GH_UNKNOWN_U64 when the driver does not say */
-        int sm_util, mem_util;  /* percent over the driver's last sample; -1 unknown */
+        uint64_t used_memory;       /* bytes; GH_UNKNOWN_U64 when the driver does not say */
+        int sm_util, mem_util;      /* percent over the driver's last sample; -1 unknown */
         struct gh_proc_owner owner; /* filled by gh_usage_attribute() */
 };
 
 struct gh_gpu_usage {
-        int gpu_util, mem_util; /* percent; -1 unknown */
+        int gpu_util, mem_util;       /* percent; -1 unknown */
         uint64_t mem_used, mem_total; /* bytes; GH_UNKNOWN_U64 unknown */
-        int temperature_c;      /* -1 unknown */
-        int power_mw;           /* -1 unknown */
-        int compute_mode;       /* GH_COMPUTE_MODE_*; -1 unknown */
+        int temperature_c;            /* -1 unknown */
+        int power_mw;                 /* -1 unknown */
+        int compute_mode;             /* GH_COMPUTE_MODE_*; -1 unknown */
         struct gh_gpu_proc *procs;
         size_t nprocs;
 };
 
 /* NVML's compute modes (nvmlComputeMode_t); the driver never sets one by itself. */
-enum { GH_COMPUTE_MODE_DEFAULT = 0, GH_COMPUTE_MODE_EXCLUSIVE_THREAD = 1, GH_COMPUTE_MODE_PROHIBITED = 2,
-       GH_COMPUTE_MODE_EXCLUSIVE_PROCESS = 3 };
+enum {
+        GH_COMPUTE_MODE_DEFAULT = 0,
+        GH_COMPUTE_MODE_EXCLUSIVE_THREAD = 1,
+        GH_COMPUTE_MODE_PROHIBITED = 2,
+        GH_COMPUTE_MODE_EXCLUSIVE_PROCESS = 3
+};
 
 /* "Default", "Exclusive_Thread", "Prohibited", "Exclusive_Process" (nvidia-smi's words); "-" unknown. */
 const char *gh_compute_mode_name(int mode);

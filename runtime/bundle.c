@@ -25,7 +25,8 @@ static int read_spec(int dirfd, const char *bundle, struct stat *st, json_t **ou
 
         fd = openat(dirfd, "config.json", O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0 && errno == ELOOP)
-                return gh_err(err, 0, "%s/config.json is a symbolic link; the bundle must hold the file itself", bundle);
+                return gh_err(err, 0, "%s/config.json is a symbolic link; the bundle must hold the file itself",
+                              bundle);
         if (fd < 0)
                 return gh_err(err, errno, "opening %s/config.json", bundle);
         if (fstat(fd, st) < 0)

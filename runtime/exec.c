@@ -60,7 +60,8 @@ int gh_rt_exec(const struct gh_config *cfg, int argc, char **argv, gh_error_t *e
         for (size_t i = 0; i < cfg->runtime.n_runtimes && path == NULL; i++)
                 path = resolve(cfg->runtime.runtimes[i], &self);
         if (path == NULL)
-                return gh_err(err, ENOENT, "no OCI runtime found (tried %s%s); install runc or set \"runtime.runtimes\"",
+                return gh_err(err, ENOENT,
+                              "no OCI runtime found (tried %s%s); install runc or set \"runtime.runtimes\"",
                               cfg->runtime.runtimes[0], cfg->runtime.n_runtimes > 1 ? " and others" : "");
         (void) argc;
         argv[0] = path;

@@ -49,7 +49,7 @@ static bool has_gpu_hook(json_t *hooks, const char *hook_path)
 
                 if (!json_is_array(list))
                         continue;
-                json_array_foreach(list, i, h) {
+                json_array_foreach (list, i, h) {
                         const char *p = json_string_value(json_object_get(h, "path"));
                         if (p == NULL)
                                 continue;
@@ -88,7 +88,7 @@ static bool has_device(json_t *list, const char *path)
         json_t *v;
         size_t i;
 
-        json_array_foreach(list, i, v) {
+        json_array_foreach (list, i, v) {
                 const char *p = json_string_value(json_object_get(v, "path"));
                 if (p != NULL && strcmp(p, path) == 0)
                         return true;
@@ -101,7 +101,7 @@ static bool has_rule(json_t *list, dev_t rdev)
         json_t *v;
         size_t i;
 
-        json_array_foreach(list, i, v) {
+        json_array_foreach (list, i, v) {
                 const char *type = json_string_value(json_object_get(v, "type"));
                 const char *access = json_string_value(json_object_get(v, "access"));
                 if (json_is_true(json_object_get(v, "allow")) && type && strcmp(type, "c") == 0 &&
@@ -132,15 +132,15 @@ static int add_devices(json_t *spec, const struct gh_rt_devices *devs, gh_error_
                 json_int_t maj = major(d->rdev), min = minor(d->rdev);
 
                 if (!has_device(nodes, d->path) &&
-                    json_array_append_new(nodes, json_pack("{s:s, s:s, s:I, s:I, s:i, s:i, s:i}", "path", d->path, "type",
-                                                           "c", "major", maj, "minor", min, "fileMode", 0666, "uid", 0,
-                                                           "gid", 0)) < 0)
+                    json_array_append_new(nodes, json_pack("{s:s, s:s, s:I, s:I, s:i, s:i, s:i}", "path", d->path,
+                                                           "type", "c", "major", maj, "minor", min, "fileMode", 0666,
+                                                           "uid", 0, "gid", 0)) < 0)
                         return gh_err(err, ENOMEM, "declaring %s", d->path);
                 /* Appended after the runtime's rules: a later rule wins, so the node is allowed even
                  * under a leading deny-all. */
                 if (!has_rule(rules, d->rdev) &&
-                    json_array_append_new(rules, json_pack("{s:b, s:s, s:I, s:I, s:s}", "allow", 1, "type", "c", "major",
-                                                           maj, "minor", min, "access", "rwm")) < 0)
+                    json_array_append_new(rules, json_pack("{s:b, s:s, s:I, s:I, s:s}", "allow", 1, "type", "c",
+                                                           "major", maj, "minor", min, "access", "rwm")) < 0)
                         return gh_err(err, ENOMEM, "allowing %s", d->path);
         }
         return 0;

@@ -9,8 +9,8 @@
 
 static int tap_count, tap_failures;
 
-__attribute__((format(printf, 4, 5), unused)) static int tap_ok(int cond, const char *file, int line,
-                                                                const char *fmt, ...)
+__attribute__((format(printf, 4, 5), unused)) static int tap_ok(int cond, const char *file, int line, const char *fmt,
+                                                                ...)
 {
         va_list ap;
         printf("%sok %d - ", cond ? "" : "not ", ++tap_count);
@@ -27,17 +27,17 @@ __attribute__((format(printf, 4, 5), unused)) static int tap_ok(int cond, const 
 }
 
 #define ok(cond, ...) tap_ok(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
-#define is_int(got, want, ...)                                                                  \
-        do {                                                                                  \
-                long long _g = (long long) (got), _w = (long long) (want);                    \
-                if (!ok(_g == _w, __VA_ARGS__))                                               \
-                        printf("#   got %lld, want %lld\n", _g, _w);                          \
+#define is_int(got, want, ...)                                                                                         \
+        do {                                                                                                           \
+                long long _g = (long long) (got), _w = (long long) (want);                                             \
+                if (!ok(_g == _w, __VA_ARGS__))                                                                        \
+                        printf("#   got %lld, want %lld\n", _g, _w);                                                   \
         } while (0)
-#define is_str(got, want, ...)                                                                  \
-        do {                                                                                  \
-                const char *_g = (got), *_w = (want);                                         \
-                if (!ok(_g && _w && strcmp(_g, _w) == 0, __VA_ARGS__))                        \
-                        printf("#   got '%s', want '%s'\n", _g ? _g : "(null)", _w ? _w : "(null)"); \
+#define is_str(got, want, ...)                                                                                         \
+        do {                                                                                                           \
+                const char *_g = (got), *_w = (want);                                                                  \
+                if (!ok(_g && _w && strcmp(_g, _w) == 0, __VA_ARGS__))                                                 \
+                        printf("#   got '%s', want '%s'\n", _g ? _g : "(null)", _w ? _w : "(null)");                   \
         } while (0)
 
 __attribute__((unused, format(printf, 1, 2))) static void tap_diag(const char *fmt, ...)

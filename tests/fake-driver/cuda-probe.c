@@ -27,7 +27,8 @@ int main(void)
 
         lib = dlopen("libcuda.so.1", RTLD_NOW);
         if (!lib) {
-                fprintf(stderr, "cuda-probe: cannot load libcuda.so.1 (%s); is the NVIDIA driver injected?\n", dlerror());
+                fprintf(stderr, "cuda-probe: cannot load libcuda.so.1 (%s); is the NVIDIA driver injected?\n",
+                        dlerror());
                 return 1;
         }
         init = (cu_init_fn) dlsym(lib, "cuInit");

@@ -29,9 +29,9 @@ int main(int argc, char **argv)
                         return 1;
                 }
         }
-        if (uid >= 0 && (setgroups(0, NULL) < 0 || setresgid((gid_t) uid, (gid_t) uid, (gid_t) uid) < 0 ||
-                         setresuid((uid_t) uid, (uid_t) uid, (uid_t) uid) < 0 ||
-                         prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)) {
+        if (uid >= 0 &&
+            (setgroups(0, NULL) < 0 || setresgid((gid_t) uid, (gid_t) uid, (gid_t) uid) < 0 ||
+             setresuid((uid_t) uid, (uid_t) uid, (uid_t) uid) < 0 || prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)) {
                 fprintf(stderr, "hold-fd: becoming uid %ld: %m\n", uid);
                 return 1;
         }

@@ -144,8 +144,8 @@ static int daemon_main(int background)
         if (stat("/dev/shm", &st) < 0)
                 memset(&st, 0, sizeof(st));
         snprintf(info, sizeof(info), "start pid=%d visible=%s shm=%lu:%lu", (int) getpid(),
-                 getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "(unset)",
-                 (unsigned long) st.st_dev, (unsigned long) st.st_ino);
+                 getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "(unset)", (unsigned long) st.st_dev,
+                 (unsigned long) st.st_ino);
         log_line("control.log", "%s", info);
         for (;;) {
                 struct pollfd p[MAX_HELD + 1];

@@ -31,7 +31,10 @@ static int cuda_version;
 static void load_nvml(void)
 {
         void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
-        struct { void **slot; const char *symbol; } syms[] = {
+        struct {
+                void **slot;
+                const char *symbol;
+        } syms[] = {
                 { (void **) &nvml.init, "nvmlInit_v2" },
                 { (void **) &nvml.shutdown, "nvmlShutdown" },
                 { (void **) &nvml.error_string, "nvmlErrorString" },
@@ -49,7 +52,8 @@ static void load_nvml(void)
         };
 
         if (!lib) {
-                fprintf(stderr, "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system. "
+                fprintf(stderr,
+                        "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system. "
                         "Please make sure that the NVIDIA Display Driver is properly installed and present in your system.\n");
                 exit(12);
         }
@@ -71,7 +75,7 @@ static void start_nvml(void)
         ret = nvml.init();
         if (ret == NVML_ERROR_DRIVER_NOT_LOADED) {
                 fprintf(stderr, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
-                        "Make sure that the latest NVIDIA driver is installed and running.\n");
+                                "Make sure that the latest NVIDIA driver is installed and running.\n");
                 exit(9);
         }
         if (ret != NVML_SUCCESS) {
@@ -108,7 +112,8 @@ static unsigned int device_count(void)
         return n;
 }
 
-static const char *text(nvmlReturn_t (*get)(nvmlDevice_t, char *, unsigned int), nvmlDevice_t dev, char *buf, unsigned int size)
+static const char *text(nvmlReturn_t (*get)(nvmlDevice_t, char *, unsigned int), nvmlDevice_t dev, char *buf,
+                        unsigned int size)
 {
         if (get(dev, buf, size) != NVML_SUCCESS)
                 snprintf(buf, size, "[Unknown Error]");
@@ -158,7 +163,8 @@ static const char *bus_id(nvmlDevice_t dev, nvmlPciInfo_t *pci)
 
 static int summary(void)
 {
-        static const char rule[] = "+-----------------------------------------------------------------------------------------+";
+        static const char rule[] =
+                "+-----------------------------------------------------------------------------------------+";
         unsigned int n = device_count();
         char cuda[16];
 
@@ -172,8 +178,8 @@ static int summary(void)
                 nvmlPciInfo_t pci;
                 char name[96];
 
-                printf("| %4u %-40.40s %-16s %-24s |\n", i, text(nvml.name, dev, name, sizeof(name)),
-                       bus_id(dev, &pci), mig_enabled(dev) ? "Enabled" : "Disabled");
+                printf("| %4u %-40.40s %-16s %-24s |\n", i, text(nvml.name, dev, name, sizeof(name)), bus_id(dev, &pci),
+                       mig_enabled(dev) ? "Enabled" : "Disabled");
         }
         puts(rule);
         return 0;
@@ -204,8 +210,8 @@ static void print_field(const char *field, unsigned int index, nvmlDevice_t dev,
 }
 
 static const char *const valid_fields[] = {
-        "index", "count", "uuid", "gpu_uuid", "name", "gpu_name", "pci.bus_id", "gpu_bus_id",
-        "driver_version", "compute_cap", "mig.mode.current",
+        "index",      "count",          "uuid",        "gpu_uuid",         "name", "gpu_name", "pci.bus_id",
+        "gpu_bus_id", "driver_version", "compute_cap", "mig.mode.current",
 };
 
 /* Splits the --query-gpu list in place; validated before NVML is touched, like the real tool. */
@@ -270,7 +276,8 @@ int main(int argc, char **argv)
                 else if (strncmp(argv[i], "--format=", 9) == 0)
                         format = argv[i] + 9;
                 else {
-                        fprintf(stderr, "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n");
+                        fprintf(stderr,
+                                "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n");
                         return 2;
                 }
         }

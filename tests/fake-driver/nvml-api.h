@@ -75,8 +75,12 @@ nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *i
 nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice, nvmlDevice_t *device);
 nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int *isMigDevice);
 
-typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
-typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
+typedef struct {
+        unsigned int gpu, memory;
+} nvmlUtilization_t;
+typedef struct {
+        unsigned long long total, free, used;
+} nvmlMemory_t;
 typedef struct {
         unsigned int pid;
         unsigned long long usedGpuMemory;

@@ -132,8 +132,10 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsign
                 return NVML_ERROR_INSUFFICIENT_SIZE;
         }
         for (unsigned int i = 0; i < n; i++)
-                infos[i] = (nvmlProcessInfo_t) { .pid = pids[i], .usedGpuMemory = device->process_memory_mib << 20,
-                                                 .gpuInstanceId = ~0u, .computeInstanceId = ~0u };
+                infos[i] = (nvmlProcessInfo_t) { .pid = pids[i],
+                                                 .usedGpuMemory = device->process_memory_mib << 20,
+                                                 .gpuInstanceId = ~0u,
+                                                 .computeInstanceId = ~0u };
         *infoCount = n;
         return NVML_SUCCESS;
 }
@@ -171,8 +173,10 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUti
                 return NVML_ERROR_INSUFFICIENT_SIZE;
         }
         for (unsigned int i = 0; i < n; i++)
-                utilization[i] = (nvmlProcessUtilizationSample_t) { .pid = pids[i], .timeStamp = lastSeenTimeStamp + 1,
-                                                                    .smUtil = device->process_sm_util, .memUtil = 0 };
+                utilization[i] = (nvmlProcessUtilizationSample_t) { .pid = pids[i],
+                                                                    .timeStamp = lastSeenTimeStamp + 1,
+                                                                    .smUtil = device->process_sm_util,
+                                                                    .memUtil = 0 };
         *processSamplesCount = n;
         return NVML_SUCCESS;
 }

@@ -39,10 +39,7 @@ const char *fake_root(void)
         return r && *r ? r : "/";
 }
 
-void root_path(char *buf, size_t size, const char *rel)
-{
-        snprintf(buf, size, "%s/%s", fake_root(), rel);
-}
+void root_path(char *buf, size_t size, const char *rel) { snprintf(buf, size, "%s/%s", fake_root(), rel); }
 
 static char *trim(char *s)
 {
@@ -99,12 +96,20 @@ static int read_driver_version(void)
 
 static nvmlBrandType_t parse_brand(const char *s)
 {
-        static const struct { const char *name; nvmlBrandType_t brand; } table[] = {
-                { "quadro", NVML_BRAND_QUADRO }, { "tesla", NVML_BRAND_TESLA },
-                { "nvs", NVML_BRAND_NVS }, { "grid", NVML_BRAND_GRID },
-                { "geforce", NVML_BRAND_GEFORCE }, { "titan", NVML_BRAND_TITAN },
-                { "nvidia_rtx", NVML_BRAND_NVIDIA_RTX }, { "nvidia", NVML_BRAND_NVIDIA },
-                { "geforce_rtx", NVML_BRAND_GEFORCE_RTX }, { "titan_rtx", NVML_BRAND_TITAN_RTX },
+        static const struct {
+                const char *name;
+                nvmlBrandType_t brand;
+        } table[] = {
+                { "quadro", NVML_BRAND_QUADRO },
+                { "tesla", NVML_BRAND_TESLA },
+                { "nvs", NVML_BRAND_NVS },
+                { "grid", NVML_BRAND_GRID },
+                { "geforce", NVML_BRAND_GEFORCE },
+                { "titan", NVML_BRAND_TITAN },
+                { "nvidia_rtx", NVML_BRAND_NVIDIA_RTX },
+                { "nvidia", NVML_BRAND_NVIDIA },
+                { "geforce_rtx", NVML_BRAND_GEFORCE_RTX },
+                { "titan_rtx", NVML_BRAND_TITAN_RTX },
         };
 
         for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
@@ -159,8 +164,7 @@ static void read_fake_nvml(struct fake_nvml_device *gpu, const char *dir, int fi
                 else if (strcmp(key, "cuda_driver_version") == 0 && first)
                         cuda_version = atoi(value);
                 else if (strcmp(key, "mig_mode") == 0)
-                        gpu->mig_mode = strcmp(value, "enabled") == 0 ? 1 :
-                                        strcmp(value, "unsupported") == 0 ? -1 : 0;
+                        gpu->mig_mode = strcmp(value, "enabled") == 0 ? 1 : strcmp(value, "unsupported") == 0 ? -1 : 0;
                 else if (strcmp(key, "mig_device") == 0)
                         add_mig(gpu, value);
                 else
@@ -194,8 +198,7 @@ static int read_gpu(struct fake_nvml_device *gpu, const char *dir)
                 else if (strcmp(key, "Device Minor") == 0)
                         have_minor = sscanf(value, "%u", &gpu->minor) == 1;
                 else if (strcmp(key, "Bus Location") == 0)
-                        have_bus = sscanf(value, "%x:%x:%x.%x", &gpu->domain, &gpu->bus,
-                                          &gpu->dev, &gpu->fn) == 4;
+                        have_bus = sscanf(value, "%x:%x:%x.%x", &gpu->domain, &gpu->bus, &gpu->dev, &gpu->fn) == 4;
         }
         fclose(f);
         if (!have_minor || !have_bus || !gpu->uuid[0])
@@ -248,7 +251,7 @@ static nvmlReturn_t scan_gpus(void)
         root_path(path, sizeof(path), "proc/driver/nvidia/gpus");
         d = opendir(path);
         if (!d)
-                return NVML_SUCCESS;    /* a driver without GPUs */
+                return NVML_SUCCESS; /* a driver without GPUs */
         while ((de = readdir(d))) {
                 struct fake_nvml_device gpu, *grown;
                 char dir[8192];
@@ -348,15 +351,9 @@ nvmlReturn_t nvmlInit_v2(void)
         return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlInit(void)
-{
-        return nvmlInit_v2();
-}
+nvmlReturn_t nvmlInit(void) { return nvmlInit_v2(); }
 
-nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
-{
-        return nvmlInit_v2();
-}
+nvmlReturn_t nvmlInitWithFlags(unsigned int flags) { return nvmlInit_v2(); }
 
 nvmlReturn_t nvmlShutdown(void)
 {
@@ -391,10 +388,7 @@ static nvmlReturn_t copy_string(char *dst, unsigned int length, const char *src)
         return NVML_SUCCESS;
 }
 
-int fake_initialised(void)
-{
-        return init_count > 0;
-}
+int fake_initialised(void) { return init_count > 0; }
 
 nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
 {
@@ -430,10 +424,7 @@ nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
         return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount)
-{
-        return nvmlDeviceGetCount_v2(deviceCount);
-}
+nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount) { return nvmlDeviceGetCount_v2(deviceCount); }
 
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
 {
@@ -499,10 +490,10 @@ nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
         pci->device = device->dev;
         pci->pciDeviceId = device->pci_device_id;
         pci->pciSubSystemId = device->pci_subsystem_id;
-        snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "%04X:%02X:%02X.%X",
-                 device->domain & 0xffff, device->bus & 0xff, device->dev & 0xff, device->fn & 0xf);
-        snprintf(pci->busId, sizeof(pci->busId), "%08X:%02X:%02X.%X",
-                 device->domain, device->bus & 0xff, device->dev & 0xff, device->fn & 0xf);
+        snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "%04X:%02X:%02X.%X", device->domain & 0xffff,
+                 device->bus & 0xff, device->dev & 0xff, device->fn & 0xf);
+        snprintf(pci->busId, sizeof(pci->busId), "%08X:%02X:%02X.%X", device->domain, device->bus & 0xff,
+                 device->dev & 0xff, device->fn & 0xf);
         return NVML_SUCCESS;
 }
 

@@ -32,7 +32,8 @@ static int scratch_dir(void)
 static bool same_entry(const struct gh_ldcache_entry *a, const struct gh_ldcache_entry *b)
 {
         return a->flags == b->flags && a->hwcap == b->hwcap && strcmp(a->key, b->key) == 0 &&
-               strcmp(a->value, b->value) == 0 && (a->hwcaps ? b->hwcaps && strcmp(a->hwcaps, b->hwcaps) == 0 : !b->hwcaps);
+               strcmp(a->value, b->value) == 0 &&
+               (a->hwcaps ? b->hwcaps && strcmp(a->hwcaps, b->hwcaps) == 0 : !b->hwcaps);
 }
 
 /* Every entry of a must be in b (the writer reorders, so search). */

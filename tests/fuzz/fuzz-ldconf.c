@@ -31,7 +31,8 @@ static bool same(const struct gh_ldconf *a, const struct gh_ldconf *b)
         if (a->n != b->n)
                 return false;
         for (size_t i = 0; i < a->n; i++)
-                if (a->v[i].kind != b->v[i].kind || a->v[i].flag != b->v[i].flag || strcmp(a->v[i].text, b->v[i].text) != 0)
+                if (a->v[i].kind != b->v[i].kind || a->v[i].flag != b->v[i].flag ||
+                    strcmp(a->v[i].text, b->v[i].text) != 0)
                         return false;
         return true;
 }

@@ -36,7 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (soname == NULL || soname[0] == '\0' || isa > 31)
                         abort();
                 if (flag != GH_LDCACHE_FLAG_LIBC4 && flag != GH_LDCACHE_FLAG_ELF && flag != GH_LDCACHE_FLAG_ELF_LIBC6 &&
-                    flag != GH_LDCACHE_FLAGS_X86_64 && flag != (GH_LDCACHE_FLAG_X8664_LIBX32 | GH_LDCACHE_FLAG_ELF_LIBC6))
+                    flag != GH_LDCACHE_FLAGS_X86_64 &&
+                    flag != (GH_LDCACHE_FLAG_X8664_LIBX32 | GH_LDCACHE_FLAG_ELF_LIBC6))
                         abort();
         } else if (soname != NULL) {
                 abort();

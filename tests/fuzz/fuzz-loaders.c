@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         if (size < 1 || size > GH_LOADER_JSON_MAX)
                 return 0;
-        kind = (enum gh_loader_kind) (data[0] % (GH_LOADER_APP_PROFILES + 1));
+        kind = (enum gh_loader_kind)(data[0] % (GH_LOADER_APP_PROFILES + 1));
         if (gh_loader_parse(kind, (const char *) data + 1, size - 1, &lib, &err) < 0) {
                 if (err == NULL || err->msg == NULL || err->msg[0] == '\0' || lib != NULL)
                         abort();

@@ -25,7 +25,8 @@ static void decide(const struct gh_oci_spec *spec, const struct gh_config *cfg)
                         abort();
                 return;
         }
-        if (!d.gpu_container && (d.devices.n || d.n_requirements || d.capabilities || d.mig_config || d.n_imex_channels))
+        if (!d.gpu_container &&
+            (d.devices.n || d.n_requirements || d.capabilities || d.mig_config || d.n_imex_channels))
                 abort();
         if (d.capabilities & ~GH_CAP_ALL)
                 abort();

@@ -15,8 +15,13 @@ static struct gh_mig migs[2] = {
         { .parent_index = 0, .index = 1, .gi = 2, .ci = 0, .uuid = "MIG-66666666-2222-3333-4444-555555555555" },
 };
 static struct gh_gpu gpus[2] = {
-        { .index = 0, .minor = 1, .uuid = "GPU-aaaaaaaa-2222-3333-4444-555555555555", .busid = "0000:00:06.0",
-          .mig_enabled = true, .migs = migs, .nmigs = 2 },
+        { .index = 0,
+          .minor = 1,
+          .uuid = "GPU-aaaaaaaa-2222-3333-4444-555555555555",
+          .busid = "0000:00:06.0",
+          .mig_enabled = true,
+          .migs = migs,
+          .nmigs = 2 },
         { .index = 1, .minor = 0, .uuid = "GPU-bbbbbbbb-2222-3333-4444-555555555555", .busid = "0001:3b:00.0" },
 };
 static const struct gh_gpu_list list = { .gpus = gpus, .n = 2, .from_nvml = true };

@@ -14,7 +14,7 @@ static int parse_errno(const char *s)
         static const struct {
                 const char *name;
                 int value;
-        } names[] = { { "EPERM", EPERM }, { "ENOSYS", ENOSYS }, { "ENOSPC", ENOSPC },
+        } names[] = { { "EPERM", EPERM },   { "ENOSYS", ENOSYS }, { "ENOSPC", ENOSPC },
                       { "EACCES", EACCES }, { "EINVAL", EINVAL }, { "ENOMEM", ENOMEM } };
         char *end;
         long v;

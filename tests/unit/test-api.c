@@ -49,10 +49,12 @@ int main(void)
         write_file("proc/driver/nvidia/version",
                    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (x@y)\n");
         /* Listed out of bus order on purpose: index follows the bus id, not the directory order. */
-        write_file("proc/driver/nvidia/gpus/0000:17:00.0/information",
-                   "Model: \t\t NVIDIA B\nGPU UUID: \t GPU-bbbbbbbb-0000-0000-0000-000000000000\nBus Location: \t 0000:17:00.0\nDevice Minor: \t 0\n");
-        write_file("proc/driver/nvidia/gpus/0000:07:00.0/information",
-                   "Model: \t\t NVIDIA A\nGPU UUID: \t GPU-aaaaaaaa-0000-0000-0000-000000000000\nBus Location: \t 0000:07:00.0\nDevice Minor: \t 1\n");
+        write_file(
+                "proc/driver/nvidia/gpus/0000:17:00.0/information",
+                "Model: \t\t NVIDIA B\nGPU UUID: \t GPU-bbbbbbbb-0000-0000-0000-000000000000\nBus Location: \t 0000:17:00.0\nDevice Minor: \t 0\n");
+        write_file(
+                "proc/driver/nvidia/gpus/0000:07:00.0/information",
+                "Model: \t\t NVIDIA A\nGPU UUID: \t GPU-aaaaaaaa-0000-0000-0000-000000000000\nBus Location: \t 0000:07:00.0\nDevice Minor: \t 1\n");
 
         ok(strlen(gpuhook_version()) > 0, "gpuhook_version() = %s", gpuhook_version());
 

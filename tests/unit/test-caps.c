@@ -104,8 +104,8 @@ static int child_drop_all_as_nobody(void)
 static int child_unprivileged(void)
 {
         _cleanup_error_ gh_error_t err = NULL;
-        if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
-                               setresuid(65534, 65534, 65534) < 0))
+        if (geteuid() == 0 &&
+            (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0))
                 return 9;
         if (gh_caps_init(&err) < 0)
                 return 10;
@@ -124,12 +124,11 @@ int main(void)
 {
         _cleanup_error_ gh_error_t err = NULL;
         bool root = geteuid() == 0 && status_field("CapEff") == status_field("CapBnd");
-        uint64_t mount_set = BIT(CAP_SYS_ADMIN) | BIT(CAP_MKNOD) | BIT(CAP_CHOWN) | BIT(CAP_FOWNER) |
-                             BIT(CAP_DAC_OVERRIDE);
-        uint64_t enter_set = BIT(CAP_SYS_ADMIN) | BIT(CAP_SYS_CHROOT) | BIT(CAP_SYS_PTRACE) |
-                             BIT(CAP_DAC_READ_SEARCH);
-        uint64_t cgroup_set = BIT(CAP_SYS_ADMIN) | BIT(CAP_NET_ADMIN) | BIT(CAP_DAC_OVERRIDE) |
-                              (kernel_has(39) ? BIT(39) : 0);
+        uint64_t mount_set =
+                BIT(CAP_SYS_ADMIN) | BIT(CAP_MKNOD) | BIT(CAP_CHOWN) | BIT(CAP_FOWNER) | BIT(CAP_DAC_OVERRIDE);
+        uint64_t enter_set = BIT(CAP_SYS_ADMIN) | BIT(CAP_SYS_CHROOT) | BIT(CAP_SYS_PTRACE) | BIT(CAP_DAC_READ_SEARCH);
+        uint64_t cgroup_set =
+                BIT(CAP_SYS_ADMIN) | BIT(CAP_NET_ADMIN) | BIT(CAP_DAC_OVERRIDE) | (kernel_has(39) ? BIT(39) : 0);
         uint64_t before_prm = (uint64_t) status_field("CapPrm");
         char path[] = "/tmp/gh-caps-XXXXXX";
 

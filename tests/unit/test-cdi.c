@@ -19,9 +19,9 @@ static json_t *parse(const char *s)
 static void test_kind(void)
 {
         static const char *const good[][2] = { { "nvidia.com", "gpu" }, { "a", "b" }, { "x_y-z.io", "mig-1" } };
-        static const char *const bad[][2] = { { "-nvidia.com", "gpu" }, { "nvidia.com.", "gpu" }, { "1vendor", "gpu" },
-                                              { "nvidia.com", "gpu.x" }, { "nvidia.com", "" }, { "", "gpu" },
-                                              { "nvidia/com", "gpu" }, { "nvidia.com", "gpu-" } };
+        static const char *const bad[][2] = { { "-nvidia.com", "gpu" },  { "nvidia.com.", "gpu" }, { "1vendor", "gpu" },
+                                              { "nvidia.com", "gpu.x" }, { "nvidia.com", "" },     { "", "gpu" },
+                                              { "nvidia/com", "gpu" },   { "nvidia.com", "gpu-" } };
 
         for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
                 gh_error_t err = NULL;
@@ -38,10 +38,13 @@ static void test_kind(void)
 
 static void test_version(void)
 {
-        static const struct { const char *spec, *want, *desc; } cases[] = {
+        static const struct {
+                const char *spec, *want, *desc;
+        } cases[] = {
                 { "{\"devices\":[{\"name\":\"GPU-1\",\"containerEdits\":{}},{\"name\":\"all\",\"containerEdits\":{}}]}",
                   "0.3.0", "UUID names only: 0.3.0" },
-                { "{\"devices\":[{\"name\":\"0\",\"containerEdits\":{}}]}", "0.5.0", "a name starting with a digit: 0.5.0" },
+                { "{\"devices\":[{\"name\":\"0\",\"containerEdits\":{}}]}", "0.5.0",
+                  "a name starting with a digit: 0.5.0" },
                 { "{\"devices\":[{\"name\":\"a\",\"containerEdits\":{\"deviceNodes\":[{\"path\":\"/dev/x\",\"hostPath\":\"/r/dev/x\"}]}}]}",
                   "0.5.0", "a device node with hostPath: 0.5.0" },
                 { "{\"devices\":[],\"containerEdits\":{\"deviceNodes\":[{\"path\":\"/dev/x\",\"hostPath\":\"/r/dev/x\"}]}}",
@@ -59,28 +62,34 @@ static void test_version(void)
         }
 }
 
-#define SPEC(devs, common)                                                                          \
+#define SPEC(devs, common)                                                                                             \
         "{\"cdiVersion\":\"0.5.0\",\"kind\":\"nvidia.com/gpu\",\"devices\":[" devs "],\"containerEdits\":{" common "}}"
 #define DEV(name, node) "{\"name\":\"" name "\",\"containerEdits\":{\"deviceNodes\":[{\"path\":\"" node "\"}]}}"
-#define COMMON(lib, arg)                                                                                   \
-        "\"env\":[\"NVIDIA_VISIBLE_DEVICES=void\"],\"mounts\":[{\"hostPath\":\"" lib "\",\"containerPath\":\"" lib \
+#define COMMON(lib, arg)                                                                                               \
+        "\"env\":[\"NVIDIA_VISIBLE_DEVICES=void\"],\"mounts\":[{\"hostPath\":\"" lib "\",\"containerPath\":\"" lib     \
         "\"}],\"hooks\":[{\"hookName\":\"createContainer\",\"path\":\"/g\",\"args\":[\"gpu-cli\",\"" arg "\"]}]"
 
 static void test_same(void)
 {
-        static const struct { const char *have, *why, *desc; } cases[] = {
-                { SPEC(DEV("0", "/dev/nvidia0") "," DEV("all", "/dev/nvidia0"), COMMON("/l/libcuda.so.1", "--mask-proc")),
+        static const struct {
+                const char *have, *why, *desc;
+        } cases[] = {
+                { SPEC(DEV("0", "/dev/nvidia0") "," DEV("all", "/dev/nvidia0"),
+                       COMMON("/l/libcuda.so.1", "--mask-proc")),
                   NULL, "the same spec is current" },
-                { SPEC(DEV("all", "/dev/nvidia0") "," DEV("0", "/dev/nvidia0"), COMMON("/l/libcuda.so.1", "--mask-proc")),
+                { SPEC(DEV("all", "/dev/nvidia0") "," DEV("0", "/dev/nvidia0"),
+                       COMMON("/l/libcuda.so.1", "--mask-proc")),
                   "order", "the same devices in another order: stale, said so" },
-                { SPEC(DEV("all", "/dev/nvidia0"), COMMON("/l/libcuda.so.1", "--mask-proc")),
-                  "device '0' is missing", "a device the driver has now" },
+                { SPEC(DEV("all", "/dev/nvidia0"), COMMON("/l/libcuda.so.1", "--mask-proc")), "device '0' is missing",
+                  "a device the driver has now" },
                 { SPEC(DEV("0", "/dev/nvidia0") "," DEV("1", "/dev/nvidia1") "," DEV("all", "/dev/nvidia0"),
                        COMMON("/l/libcuda.so.1", "--mask-proc")),
                   "device '1' is not in the driver any more", "a device that went away" },
-                { SPEC(DEV("0", "/dev/nvidia0") "," DEV("all", "/dev/nvidia0"), COMMON("/l/libcuda.so.2", "--mask-proc")),
+                { SPEC(DEV("0", "/dev/nvidia0") "," DEV("all", "/dev/nvidia0"),
+                       COMMON("/l/libcuda.so.2", "--mask-proc")),
                   "mount '/l/libcuda.so.1' is missing", "a library of another version" },
-                { SPEC(DEV("0", "/dev/nvidia9") "," DEV("all", "/dev/nvidia0"), COMMON("/l/libcuda.so.1", "--mask-proc")),
+                { SPEC(DEV("0", "/dev/nvidia9") "," DEV("all", "/dev/nvidia0"),
+                       COMMON("/l/libcuda.so.1", "--mask-proc")),
                   "device '0': device node '/dev/nvidia0' is missing", "a device's node changed" },
                 { SPEC(DEV("0", "/dev/nvidia0") "," DEV("all", "/dev/nvidia0"), COMMON("/l/libcuda.so.1", "--link=x")),
                   "hook argument '--mask-proc' differs", "a hook argument" },

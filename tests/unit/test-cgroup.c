@@ -157,18 +157,18 @@ static const char *strerr(int e) { return e < 0 ? "probe died" : e == 0 ? "succe
 
 /* With the NVIDIA driver loaded (the GPU test bed) an allowed 195:0 really opens; without it the
  * open reaches the unregistered major and fails with ENXIO.  Either way it is not EPERM. */
-#define is_allowed(got, ...)                                                                       \
-        do {                                                                                   \
-                int _g = (got);                                                                \
-                if (!ok(_g == 0 || _g == ENXIO || _g == ENODEV, __VA_ARGS__))                   \
-                        printf("#   got %s, want success, ENXIO or ENODEV\n", strerr(_g)); \
+#define is_allowed(got, ...)                                                                                           \
+        do {                                                                                                           \
+                int _g = (got);                                                                                        \
+                if (!ok(_g == 0 || _g == ENXIO || _g == ENODEV, __VA_ARGS__))                                          \
+                        printf("#   got %s, want success, ENXIO or ENODEV\n", strerr(_g));                             \
         } while (0)
 
-#define is_errno(got, want, ...)                                                                   \
-        do {                                                                                   \
-                int _g = (got);                                                                \
-                if (!ok(_g == (want), __VA_ARGS__))                                            \
-                        printf("#   got %s, want %s\n", strerr(_g), strerr(want));             \
+#define is_errno(got, want, ...)                                                                                       \
+        do {                                                                                                           \
+                int _g = (got);                                                                                        \
+                if (!ok(_g == (want), __VA_ARGS__))                                                                    \
+                        printf("#   got %s, want %s\n", strerr(_g), strerr(want));                                     \
         } while (0)
 
 static const struct gh_dev_rule rule0[] = { { 'c', 195, 0 } };
@@ -205,14 +205,13 @@ static void test_parsers(void)
         _cleanup_error_ gh_error_t err = NULL;
         const char *rel = NULL;
 
-        ok(parse_membership("12:pids:/a\n5:devices:/x/y:z\n1:name=systemd:/s\n0::/u/v\n", &v1, &v2, &err) == 0 &&
-                   v1 && v2,
+        ok(parse_membership("12:pids:/a\n5:devices:/x/y:z\n1:name=systemd:/s\n0::/u/v\n", &v1, &v2, &err) == 0 && v1 &&
+                   v2,
            "membership: hybrid list parses");
         is_str(v1, "/x/y:z", "membership: the devices line gives the v1 path (colons kept)");
         is_str(v2, "/u/v", "membership: the 0:: line gives the v2 path");
         free(v1), free(v2), v1 = v2 = NULL;
-        ok(parse_membership("4:cpu,devices,memory:/c\n", &v1, &v2, &err) == 0 && v1 && !v2 &&
-                   strcmp(v1, "/c") == 0,
+        ok(parse_membership("4:cpu,devices,memory:/c\n", &v1, &v2, &err) == 0 && v1 && !v2 && strcmp(v1, "/c") == 0,
            "membership: devices found in a co-mounted controller list, no v2 line");
         free(v1), v1 = NULL;
         ok(parse_membership("4:devicesx:/c\n0::/\n", &v1, &v2, &err) == 0 && !v1 && v2,
@@ -238,8 +237,8 @@ static void test_parsers(void)
                    strcmp(rel, "") == 0,
            "mountinfo: a path equal to a mount's root maps to that mount ('/kube' is not its prefix)");
         free(mnt), mnt = NULL;
-        ok(find_mount(mountinfo, GH_CGROUP_V2, "/u", &mnt, &rel) == 0 &&
-                   strcmp(mnt, "/sys/fs/cgroup/unified") == 0 && strcmp(rel, "u") == 0,
+        ok(find_mount(mountinfo, GH_CGROUP_V2, "/u", &mnt, &rel) == 0 && strcmp(mnt, "/sys/fs/cgroup/unified") == 0 &&
+                   strcmp(rel, "u") == 0,
            "mountinfo: cgroup2 mount for v2");
         free(mnt), mnt = NULL;
         ok(find_mount("41 31 0:38 /sub /x rw - cgroup2 cgroup2 rw\n", GH_CGROUP_V2, "/other", &mnt, &rel) < 0,
@@ -438,7 +437,8 @@ static void test_v1_rollback(void)
            "v1 rollback: a rule the parent refuses is a one-line error naming it");
         tap_diag("%s", msg ? msg : "(null)");
         is_str(read_text(list), before, "v1 rollback: devices.list is as it was");
-        is_errno(probe_do(&p, 'o', "/dev/zero"), EPERM, "v1 rollback: 1:5, allowed before the failure, is denied again");
+        is_errno(probe_do(&p, 'o', "/dev/zero"), EPERM,
+                 "v1 rollback: 1:5, allowed before the failure, is denied again");
 out:
         probe_stop(&p);
         rmdir(cg);
@@ -449,7 +449,7 @@ out:
 
 static int bpf(int cmd, union bpf_attr *a) { return (int) syscall(__NR_bpf, cmd, a, sizeof(*a)); }
 
-#define I(c, d, s, o, i) ((struct bpf_insn){ .code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i) })
+#define I(c, d, s, o, i) ((struct bpf_insn) { .code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i) })
 
 static int load_prog(const struct bpf_insn *insns, unsigned n)
 {
@@ -540,10 +540,16 @@ static void test_v2(enum v2_case what, unsigned flags, enum caps_mode caps)
         const char *msg;
 
         snprintf(tag, sizeof(tag), "v2 %s%s%s",
-                 what == V2_ONE ? "runtime program" : what == V2_TWO ? "two programs" :
-                 what == V2_NONE ? "no program" : "program with a map",
-                 what == V2_NONE ? "" : flags & BPF_F_ALLOW_MULTI ? ", ALLOW_MULTI" : ", no flags",
-                 caps == CAPS_SYS_ADMIN_ONLY ? ", only CAP_SYS_ADMIN" : caps == CAPS_NONE ? ", no capabilities" : "");
+                 what == V2_ONE    ? "runtime program"
+                 : what == V2_TWO  ? "two programs"
+                 : what == V2_NONE ? "no program"
+                                   : "program with a map",
+                 what == V2_NONE             ? ""
+                 : flags & BPF_F_ALLOW_MULTI ? ", ALLOW_MULTI"
+                                             : ", no flags",
+                 caps == CAPS_SYS_ADMIN_ONLY ? ", only CAP_SYS_ADMIN"
+                 : caps == CAPS_NONE         ? ", no capabilities"
+                                             : "");
         snprintf(cg, sizeof(cg), "%s/gh-test-%d", v2_root, (int) getpid());
         if (mkdir(cg, 0755) < 0 || (cgfd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
                 ok(0, "%s: create %s: %m", tag, cg);
@@ -582,7 +588,10 @@ static void test_v2(enum v2_case what, unsigned flags, enum caps_mode caps)
         ok(msg && *msg == '\0', "%s: allowing c 195:0 succeeds", tag);
         if (msg && *msg)
                 tap_diag("%s", msg);
-        is_int(gh_cgroup_bpf_count(cgfd, &got_flags, &err), what == V2_NONE ? 0 : what == V2_TWO ? 2 : 1,
+        is_int(gh_cgroup_bpf_count(cgfd, &got_flags, &err),
+               what == V2_NONE  ? 0
+               : what == V2_TWO ? 2
+                                : 1,
                "%s: number of attached programs unchanged", tag);
         if (what == V2_NONE) {
                 is_allowed(probe_do(&p, 'o', n0), "%s: 195:0 is allowed (nothing denies it)", tag);

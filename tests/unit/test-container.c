@@ -24,7 +24,10 @@ int main(void)
         expect(buf, 1, "docker", H, "Docker, systemd driver, v2");
         snprintf(buf, sizeof(buf), "12:devices:/docker/%s\n11:memory:/docker/%s\n0::/\n", H, H);
         expect(buf, 1, "docker", H, "Docker, cgroupfs driver, v1");
-        snprintf(buf, sizeof(buf), "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1234.slice/cri-containerd-%s.scope\n", H);
+        snprintf(
+                buf, sizeof(buf),
+                "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1234.slice/cri-containerd-%s.scope\n",
+                H);
         expect(buf, 1, "containerd", H, "containerd CRI, systemd");
         snprintf(buf, sizeof(buf), "0::/kubepods/burstable/pod0b8e/%s\n", H);
         expect(buf, 1, "cri", H, "Kubernetes, cgroupfs (runtime unknown)");

@@ -39,12 +39,15 @@ static void test_version_parsing(void)
         _cleanup_error_ gh_error_t err = NULL;
 
         ok(gh_driver_parse_version(open_module, sizeof(open_module) - 1, v, sizeof(v), &err) == 0 &&
-           strcmp(v, "580.159.04") == 0, "version: open kernel module form");
+                   strcmp(v, "580.159.04") == 0,
+           "version: open kernel module form");
         ok(gh_driver_parse_version(proprietary, sizeof(proprietary) - 1, v, sizeof(v), &err) == 0 &&
-           strcmp(v, "580.95.05") == 0, "version: proprietary form");
+                   strcmp(v, "580.95.05") == 0,
+           "version: proprietary form");
         ok(gh_driver_parse_version("NVRM version: 470.1", 19, v, sizeof(v), &err) == 0 && strcmp(v, "470.1") == 0,
            "version: short form, no newline");
-        ok(gh_driver_parse_version("GCC version: 12.2\n", 18, v, sizeof(v), &err) < 0, "version: no NVRM line is an error");
+        ok(gh_driver_parse_version("GCC version: 12.2\n", 18, v, sizeof(v), &err) < 0,
+           "version: no NVRM line is an error");
         gh_error_free(&err);
         ok(gh_driver_parse_version("NVRM version: NVIDIA x86_64 Module\n", 35, v, sizeof(v), &err) < 0,
            "version: an NVRM line without a number is an error");
@@ -70,9 +73,10 @@ static void test_version_parsing(void)
 /* One library: gcc builds name.so.<ver> (or `file`) in dir with SONAME soname. */
 static int mklib(const char *dir, const char *file, const char *soname, const char *extra)
 {
-        return sh("set -e; mkdir -p '%s%s'; gcc %s -shared -fPIC -Wl,-soname,%s -Wl,--no-as-needed -o '%s%s/%s' '%s/f.c' %s",
-                  R, dir, strstr(extra, "-m32") ? "-m32" : "", soname, R, dir, file, T,
-                  strstr(extra, "-m32") ? "" : extra);
+        return sh(
+                "set -e; mkdir -p '%s%s'; gcc %s -shared -fPIC -Wl,-soname,%s -Wl,--no-as-needed -o '%s%s/%s' '%s/f.c' %s",
+                R, dir, strstr(extra, "-m32") ? "-m32" : "", soname, R, dir, file, T,
+                strstr(extra, "-m32") ? "" : extra);
 }
 
 struct entry {
@@ -140,9 +144,11 @@ static int build_root(void)
                T, L64, L32, NV, NV, VER) != 0)
                 return -1;
         /* libcuda: two cache keys (SONAME link and dev link) to one real file; an i386 build. */
-        if (mklib(L64, "libcuda.so." VER, "libcuda.so.1", "") || mklib(L32, "libcuda.so." VER, "libcuda.so.1", "-m32") ||
+        if (mklib(L64, "libcuda.so." VER, "libcuda.so.1", "") ||
+            mklib(L32, "libcuda.so." VER, "libcuda.so.1", "-m32") ||
             sh("cd '%s%s' && ln -s libcuda.so." VER " libcuda.so.1 && ln -s libcuda.so.1 libcuda.so && "
-               "cd '%s%s' && ln -s libcuda.so." VER " libcuda.so.1", R, L64, R, L32))
+               "cd '%s%s' && ln -s libcuda.so." VER " libcuda.so.1",
+               R, L64, R, L32))
                 return -1;
         /* libcudart: versioned like the driver, but not a driver stem. */
         if (mklib(L64, "libcudart.so." VER, "libcudart.so.12", "") ||
@@ -151,7 +157,8 @@ static int build_root(void)
         /* libnvidia-ml in the GPU machine's layout: /lib/x.so.1 -> absolute link into NV/lib64. */
         if (mklib(NV "/lib64", "libnvidia-ml.so." VER, "libnvidia-ml.so.1", "") ||
             sh("ln -s libnvidia-ml.so." VER " '%s%s/lib64/libnvidia-ml.so.1' && ln -s %s/lib64/libnvidia-ml.so." VER
-               " '%s/lib/libnvidia-ml.so.1'", R, NV, NV, R))
+               " '%s/lib/libnvidia-ml.so.1'",
+               R, NV, NV, R))
                 return -1;
         /* Wrong version, i386 object under a 64-bit entry, a link that points outside the root. */
         if (mklib(L64, "libnvidia-cfg.so.470.1.2", "libnvidia-cfg.so.1", "") ||
@@ -166,7 +173,8 @@ static int build_root(void)
         /* Non-GLVND libGL on NVIDIA's core (taken) and a Mesa-like libEGL (not). */
         if (mklib(L64, "libnvidia-glcore.so." VER, "libnvidia-glcore.so." VER, "") ||
             sh("cd '%s%s' && gcc -shared -fPIC -Wl,-soname,libGL.so.1 -Wl,--no-as-needed -o libGL.so." VER
-               " '%s/f.c' -L. -l:libnvidia-glcore.so." VER " && ln -s libGL.so." VER " libGL.so.1", R, L64, T) ||
+               " '%s/f.c' -L. -l:libnvidia-glcore.so." VER " && ln -s libGL.so." VER " libGL.so.1",
+               R, L64, T) ||
             mklib(L64, "libEGL.so." VER, "libEGL.so.1", "") || sh("ln -s libEGL.so." VER " '%s%s/libEGL.so.1'", R, L64))
                 return -1;
         /* A directory where a library should be. */
@@ -226,7 +234,8 @@ static void test_discovery(void)
         ok(f && f->soname && strcmp(f->soname, "libcuda.so.1") == 0 && f->cap == GH_CAP_COMPUTE && !f->compat32,
            "libcuda: SONAME, compute, 64-bit");
         ok(f && f->type == S_IFREG && f->st_ino != 0, "libcuda: a regular file with its inode");
-        ok(has(&d->libs, NV "/lib64/libnvidia-ml.so." VER), "libnvidia-ml found through an absolute link, resolved in the root");
+        ok(has(&d->libs, NV "/lib64/libnvidia-ml.so." VER),
+           "libnvidia-ml found through an absolute link, resolved in the root");
         ok(has(&d->libs, L64 "/libGL.so." VER), "NVIDIA-like libGL (needs libnvidia-glcore) taken");
         ok(has(&d->libs, L64 "/libnvidia-glcore.so." VER), "libnvidia-glcore taken");
         ok(!has(&d->libs, L64 "/libEGL.so." VER), "Mesa-like libEGL not taken");
@@ -280,7 +289,8 @@ static void test_discovery(void)
         d = discover(&opts, &err);
         if (ok(d != NULL, "discover with /lib/firmware")) {
                 is_int(d->firmware.n, 1, "the standard firmware directory wins");
-                ok(has(&d->firmware, "/lib/firmware/nvidia/" VER "/gsp_std.bin"), "/lib/firmware/nvidia/<version>/gsp*.bin");
+                ok(has(&d->firmware, "/lib/firmware/nvidia/" VER "/gsp_std.bin"),
+                   "/lib/firmware/nvidia/<version>/gsp*.bin");
                 is_int(d->ipcs.n, 0, "no_persistenced, no socket for fabricmanager, no MPS directory for utility");
                 gh_driver_free(d);
         }
@@ -349,8 +359,9 @@ static void test_devices(void)
            "devices: /dev/nvidia1 with its st_rdev (nvidia0 not selected)");
         gh_device_list_free(&list);
 
-        req = (struct gh_devices_request) { .caps = GH_CAP_DISPLAY, .migs = migs, .nmigs = 1, .mig_config = true,
-                                            .imex_channels = imex, .nimex = 2 };
+        req = (struct gh_devices_request) {
+                .caps = GH_CAP_DISPLAY, .migs = migs, .nmigs = 1, .mig_config = true, .imex_channels = imex, .nimex = 2
+        };
         ok(gh_devices_collect(rootfd, &req, &list, &err) == 0, "devices: display, MIG, mig-config, IMEX");
         {
                 char all[1024] = "";
@@ -358,7 +369,8 @@ static void test_devices(void)
                         strcat(all, list.v[i].path);
                         strcat(all, " ");
                 }
-                is_str(all, "/dev/nvidiactl /dev/nvidia-modeset /dev/nvidia-caps/nvidia-cap21 /dev/nvidia-caps/nvidia-cap22 "
+                is_str(all,
+                       "/dev/nvidiactl /dev/nvidia-modeset /dev/nvidia-caps/nvidia-cap21 /dev/nvidia-caps/nvidia-cap22 "
                        "/dev/nvidia-caps/nvidia-cap1 /dev/nvidia-caps-imex-channels/channel0 ",
                        "devices: modeset, GI and CI caps, config cap, the existing IMEX channel");
         }

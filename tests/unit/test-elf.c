@@ -96,8 +96,8 @@ int main(void)
            "library without SONAME rejected (%s)", why);
         ok(lib_check("wrapper", false, NULL, why, sizeof(why)) < 0 && strstr(why, "script"),
            "script rejected as a library (%s)", why);
-        ok(lib_check("text", false, NULL, why, sizeof(why)) < 0 && strstr(why, "not an ELF"),
-           "text file rejected (%s)", why);
+        ok(lib_check("text", false, NULL, why, sizeof(why)) < 0 && strstr(why, "not an ELF"), "text file rejected (%s)",
+           why);
         ok(lib_check("empty", false, NULL, why, sizeof(why)) < 0, "empty file rejected (%s)", why);
         ok(lib_check("truncated.so", false, NULL, why, sizeof(why)) < 0, "truncated library rejected (%s)", why);
         ok(lib_check("header-only.so", false, NULL, why, sizeof(why)) < 0, "header-only library rejected (%s)", why);

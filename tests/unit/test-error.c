@@ -29,8 +29,13 @@ int main(void)
                 is_int(gh_error_exit_status(e), 1, "a failure exits 1");
         }
         {
-                static const struct { enum gpuhook_error_kind kind; int status; } table[] = {
-                        { GH_ERR_USAGE, 2 }, { GH_ERR_NO_DRIVER, 3 }, { GH_ERR_REQUIREMENT, 4 },
+                static const struct {
+                        enum gpuhook_error_kind kind;
+                        int status;
+                } table[] = {
+                        { GH_ERR_USAGE, 2 },
+                        { GH_ERR_NO_DRIVER, 3 },
+                        { GH_ERR_REQUIREMENT, 4 },
                 };
                 for (size_t i = 0; i < GH_ARRAY_SIZE(table); i++) {
                         _cleanup_error_ gh_error_t e = NULL;
@@ -42,8 +47,8 @@ int main(void)
                         is_int(gh_error_exit_status(e), table[i].status, "kind %d exits %d", table[i].kind,
                                table[i].status);
                         is_int(gpuhook_error_exit_status(e), table[i].status, "the public API agrees");
-                        is_int(gh_error_kind_of_status(table[i].status), table[i].kind, "status %d reads back as kind %d",
-                               table[i].status, table[i].kind);
+                        is_int(gh_error_kind_of_status(table[i].status), table[i].kind,
+                               "status %d reads back as kind %d", table[i].status, table[i].kind);
                 }
         }
         is_int(gh_error_exit_status(NULL), 1, "no error object: 1");

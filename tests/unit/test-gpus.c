@@ -35,10 +35,7 @@ static void write_file(const char *rel, const char *content, size_t len)
         close(fd);
 }
 
-static void write_str(const char *rel, const char *content)
-{
-        write_file(rel, content, strlen(content));
-}
+static void write_str(const char *rel, const char *content) { write_file(rel, content, strlen(content)); }
 
 static const char info_real[] = "Model: \t\t NVIDIA H200\n"
                                 "IRQ:   \t\t 45\n"
@@ -74,24 +71,29 @@ static void test_information(void)
         is_str(gpu.busid, "0000:00:06.0", "bus location");
         is_int(gpu.minor, 0, "device minor");
 
-        ok(parse("Device Minor:7\r\nGPU UUID:GPU-x\r\nModel:   A  B  \r\nBus Location:00000000:3B:00.0", &gpu, NULL) == 0,
+        ok(parse("Device Minor:7\r\nGPU UUID:GPU-x\r\nModel:   A  B  \r\nBus Location:00000000:3B:00.0", &gpu, NULL) ==
+                   0,
            "no blanks, CRLF endings and no final newline parse");
         is_int(gpu.minor, 7, "minor without blanks");
         is_str(gpu.model, "A  B", "inner blanks of the model kept");
         is_str(gpu.busid, "0000:3b:00.0", "NVML-style 8-digit domain normalised");
 
-        ok(parse("GPU UUID: GPU-x\nModel: m\n", &gpu, &msg) < 0 && strstr(msg, "no Device Minor"), "missing minor is an error");
+        ok(parse("GPU UUID: GPU-x\nModel: m\n", &gpu, &msg) < 0 && strstr(msg, "no Device Minor"),
+           "missing minor is an error");
         free(msg);
-        ok(parse("Device Minor: 1\nModel: m\n", &gpu, &msg) < 0 && strstr(msg, "no GPU UUID"), "missing uuid is an error");
+        ok(parse("Device Minor: 1\nModel: m\n", &gpu, &msg) < 0 && strstr(msg, "no GPU UUID"),
+           "missing uuid is an error");
         free(msg);
         ok(parse("Device Minor: 255\nGPU UUID: GPU-x\n", &gpu, &msg) < 0 && strstr(msg, "bad Device Minor"),
            "minor 255 (nvidiactl's) rejected");
         free(msg);
         ok(parse("Device Minor: -1\nGPU UUID: GPU-x\n", &gpu, &msg) < 0, "negative minor rejected");
         free(msg);
-        ok(parse("Device Minor: 99999999999999999999\nGPU UUID: GPU-x\n", &gpu, &msg) < 0, "overflowing minor rejected");
+        ok(parse("Device Minor: 99999999999999999999\nGPU UUID: GPU-x\n", &gpu, &msg) < 0,
+           "overflowing minor rejected");
         free(msg);
-        ok(parse("Device Minor: 1\nGPU UUID: GPU-x\nBus Location: zz\n", &gpu, &msg) < 0 && strstr(msg, "bad Bus Location"),
+        ok(parse("Device Minor: 1\nGPU UUID: GPU-x\nBus Location: zz\n", &gpu, &msg) < 0 &&
+                   strstr(msg, "bad Bus Location"),
            "bad bus location rejected");
         free(msg);
         ok(parse("Device Minor: 1\nGPU UUID: GPU-x\n", &gpu, NULL) == 0 && gpu.model[0] == '\0' && gpu.busid[0] == '\0',
@@ -132,9 +134,10 @@ static void test_fast_path(void)
            "no proc/driver/nvidia/version: 'no NVIDIA driver' (ENOENT)");
         gh_error_free(&err);
 
-        write_str("proc/driver/nvidia/version",
-                  "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U16)  "
-                  "Thu Oct  2 2025\nGCC version:  gcc version 12.2.0\n");
+        write_str(
+                "proc/driver/nvidia/version",
+                "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U16)  "
+                "Thu Oct  2 2025\nGCC version:  gcc version 12.2.0\n");
         ok(gh_gpus_fast(rootfd, &list, &err) == 0 && list.n == 0, "driver without a gpus directory: zero GPUs");
         is_str(list.driver_version, "580.159.04", "driver version found among the words of the NVRM line");
         gh_gpu_list_free(&list);
@@ -144,8 +147,9 @@ static void test_fast_path(void)
         const unsigned minors[] = { 0, 5, 1 };
         for (int i = 0; i < 3; i++) {
                 char rel[128];
-                snprintf(info, sizeof(info), "Model:\tGPU %d\nGPU UUID:\tGPU-%d\nBus Location:\t%s\nDevice Minor:\t%u\n", i, i,
-                         bus[i], minors[i]);
+                snprintf(info, sizeof(info),
+                         "Model:\tGPU %d\nGPU UUID:\tGPU-%d\nBus Location:\t%s\nDevice Minor:\t%u\n", i, i, bus[i],
+                         minors[i]);
                 snprintf(rel, sizeof(rel), "proc/driver/nvidia/gpus/%s/information", bus[i]);
                 write_str(rel, info);
         }
@@ -162,7 +166,8 @@ static void test_fast_path(void)
 
         write_str("proc/driver/nvidia/gpus/0000:0c:00.0/information", "Model: broken\n");
         ok(gh_gpus_fast(rootfd, &list, &err) < 0 && strstr(err->msg, "0000:0c:00.0/information") &&
-           strstr(err->msg, "no Device Minor"), "a broken information file is an error naming the file");
+                   strstr(err->msg, "no Device Minor"),
+           "a broken information file is an error naming the file");
         gh_error_free(&err);
 
         {
@@ -171,7 +176,8 @@ static void test_fast_path(void)
                 write_file("proc/driver/nvidia/gpus/0000:0c:00.0/information", huge, 200000);
                 free(huge);
         }
-        ok(gh_gpus_fast(rootfd, &list, &err) < 0 && strstr(err->msg, "larger than"), "a 200 kB information file is refused");
+        ok(gh_gpus_fast(rootfd, &list, &err) < 0 && strstr(err->msg, "larger than"),
+           "a 200 kB information file is refused");
         gh_error_free(&err);
 
         /* The information file as a symlink out of the driver root stays inside the root. */
@@ -187,7 +193,8 @@ static void test_fast_path(void)
         }
 
         write_str("proc/driver/nvidia/version", "NVRM version: garbage\n");
-        ok(gh_gpus_fast(rootfd, &list, &err) < 0 && strstr(err->msg, "version line has no version number"), "a version file without a version");
+        ok(gh_gpus_fast(rootfd, &list, &err) < 0 && strstr(err->msg, "version line has no version number"),
+           "a version file without a version");
         gh_error_free(&err);
 }
 
@@ -200,9 +207,11 @@ static void test_mig_caps(void)
         _cleanup_close_ int rootfd = gh_rootfs_open(top, &err);
 
         write_str("proc/driver/nvidia/capabilities/gpu4/mig/gi1/access", "DeviceFileMinor: 282\nDeviceFileMode: 292\n");
-        write_str("proc/driver/nvidia/capabilities/gpu4/mig/gi1/ci0/access", "DeviceFileMode: 292\nDeviceFileMinor:\t283\n");
+        write_str("proc/driver/nvidia/capabilities/gpu4/mig/gi1/ci0/access",
+                  "DeviceFileMode: 292\nDeviceFileMinor:\t283\n");
         ok(gh_gpus_read_mig_caps(rootfd, &list, &err) == 0, "read MIG capability files");
-        ok(migs[0].has_caps && migs[0].gi_cap_minor == 282 && migs[0].ci_cap_minor == 283, "gi/ci cap minors of gi1/ci0");
+        ok(migs[0].has_caps && migs[0].gi_cap_minor == 282 && migs[0].ci_cap_minor == 283,
+           "gi/ci cap minors of gi1/ci0");
         ok(!migs[1].has_caps, "a MIG device without capability files has none");
         write_str("proc/driver/nvidia/capabilities/gpu4/mig/gi2/access", "DeviceFileMode: 292\n");
         ok(gh_gpus_read_mig_caps(rootfd, &list, &err) < 0 && strstr(err->msg, "no DeviceFileMinor"),
@@ -227,14 +236,16 @@ static bool make_fake_root(const char *dir, const char *extra)
         char cmd[PATH_MAX * 3];
         if (src == NULL)
                 return false;
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s' && '%s/tests/fake-driver/make-root.sh' '%s' %s >/dev/null", dir, src, dir,
-                 extra);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s' && '%s/tests/fake-driver/make-root.sh' '%s' %s >/dev/null", dir, src,
+                 dir, extra);
         return system(cmd) == 0;
 }
 
 static void test_service(void)
 {
-        static const struct { const char *mode, *want; } modes[] = {
+        static const struct {
+                const char *mode, *want;
+        } modes[] = {
                 { "ok", NULL },
                 { "crash", "crashed the NVML service (Segmentation fault)" },
                 { "hang", "did not answer the driver version within 500 ms" },
@@ -267,7 +278,7 @@ static void test_service(void)
                 double secs = (double) (t1.tv_sec - t0.tv_sec) + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9;
                 if (modes[i].want == NULL) {
                         ok(r == 0 && list.from_nvml && list.n == 2 && strcmp(list.cuda_version, "13.0") == 0 &&
-                           strcmp(list.gpus[0].arch, "9.0") == 0 && list.gpus[0].brand[0] != '\0',
+                                   strcmp(list.gpus[0].arch, "9.0") == 0 && list.gpus[0].brand[0] != '\0',
                            "mode ok: 2 GPUs with CUDA version, arch and brand from NVML");
                 } else {
                         ok(r < 0 && err && strstr(err->msg, modes[i].want) && !strchr(err->msg, '\n'),
@@ -276,7 +287,8 @@ static void test_service(void)
                                 tap_diag("%s", err->msg);
                 }
                 ok(secs < 2.0, "mode %s: done in %.2f s (timeout 0.5 s)", modes[i].mode, secs);
-                ok(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD, "mode %s: no child left (no zombie)", modes[i].mode);
+                ok(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD, "mode %s: no child left (no zombie)",
+                   modes[i].mode);
                 gh_gpu_list_free(&list);
                 gh_error_free(&err);
                 is_int(count_fds(), fds, "mode %s: no descriptor leaked", modes[i].mode);

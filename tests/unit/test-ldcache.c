@@ -285,9 +285,11 @@ static void test_merge(void)
         char file[512], *out;
         struct gh_ldcache *c;
         const struct gh_ldcache_entry news[] = {
-                { .key = "libghtest.so.1", .value = "/usr/lib/x86_64-linux-gnu/libghtest.so.580.95.05",
+                { .key = "libghtest.so.1",
+                  .value = "/usr/lib/x86_64-linux-gnu/libghtest.so.580.95.05",
                   .flags = GH_LDCACHE_FLAGS_X86_64 },
-                { .key = "libcuda.so.1", .value = "/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05",
+                { .key = "libcuda.so.1",
+                  .value = "/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05",
                   .flags = GH_LDCACHE_FLAGS_X86_64 },
         };
 
@@ -322,10 +324,16 @@ static void test_hwcaps_roundtrip(void)
         _cleanup_close_ int dirfd = open(T, O_PATH | O_DIRECTORY | O_CLOEXEC);
         const struct gh_ldcache_entry e[] = {
                 { .key = "libz.so.1", .value = "/usr/lib64/libz.so.1", .flags = GH_LDCACHE_FLAGS_X86_64 },
-                { .key = "libz.so.1", .value = "/usr/lib64/glibc-hwcaps/x86-64-v3/libz.so.1",
-                  .flags = GH_LDCACHE_FLAGS_X86_64, .hwcaps = "x86-64-v3", .hwcap = 3ull << 32 },
-                { .key = "libz.so.1", .value = "/usr/lib64/glibc-hwcaps/x86-64-v2/libz.so.1",
-                  .flags = GH_LDCACHE_FLAGS_X86_64, .hwcaps = "x86-64-v2", .hwcap = 2ull << 32 },
+                { .key = "libz.so.1",
+                  .value = "/usr/lib64/glibc-hwcaps/x86-64-v3/libz.so.1",
+                  .flags = GH_LDCACHE_FLAGS_X86_64,
+                  .hwcaps = "x86-64-v3",
+                  .hwcap = 3ull << 32 },
+                { .key = "libz.so.1",
+                  .value = "/usr/lib64/glibc-hwcaps/x86-64-v2/libz.so.1",
+                  .flags = GH_LDCACHE_FLAGS_X86_64,
+                  .hwcaps = "x86-64-v2",
+                  .hwcap = 2ull << 32 },
         };
         char file[512];
         struct gh_ldcache *c;
@@ -351,8 +359,8 @@ static void test_hwcaps_roundtrip(void)
  * library by SONAME, including names that only sort right with numeric comparison. */
 static void test_loader_lookup(void)
 {
-        static const char *const names[] = { "libghx", "libghx9", "libghx10", "libghx100", "libgha", "libghz2a",
-                                             "libgh-a", "libgh_a", "libghB", "libgh.b" };
+        static const char *const names[] = { "libghx",   "libghx9", "libghx10", "libghx100", "libgha",
+                                             "libghz2a", "libgh-a", "libgh_a",  "libghB",    "libgh.b" };
         _cleanup_error_ gh_error_t err = NULL;
         struct gh_ldcache_set set = { 0 };
         char root[512], dlopen_args[2048] = "";
@@ -372,26 +380,33 @@ static void test_loader_lookup(void)
                 ok(0, "build a chroot with a dlopen program");
                 return;
         }
-        gh_ldcache_set_add(&set, &(struct gh_ldcache_entry) { .key = "libc.so.6", .value = "/opt/b/libc.so.6",
-                                                              .flags = GH_LDCACHE_FLAGS_X86_64 }, &err);
+        gh_ldcache_set_add(&set,
+                           &(struct gh_ldcache_entry) {
+                                   .key = "libc.so.6", .value = "/opt/b/libc.so.6", .flags = GH_LDCACHE_FLAGS_X86_64 },
+                           &err);
         for (size_t i = 0; i < GH_ARRAY_SIZE(names); i++) {
                 char soname[128], path[160];
                 snprintf(soname, sizeof(soname), "%s.so.%zu", names[i], i + 1);
                 snprintf(path, sizeof(path), "/opt/a/%s-real", soname);
-                sh("echo 'int f%zu(void){return 0;}' | gcc -x c -shared -fPIC -Wl,-soname,%s -o '%s%s' -", i, soname, root,
-                   path);
-                gh_ldcache_set_add(&set, &(struct gh_ldcache_entry) { .key = soname, .value = path,
-                                                                      .flags = GH_LDCACHE_FLAGS_X86_64 }, &err);
+                sh("echo 'int f%zu(void){return 0;}' | gcc -x c -shared -fPIC -Wl,-soname,%s -o '%s%s' -", i, soname,
+                   root, path);
+                gh_ldcache_set_add(
+                        &set,
+                        &(struct gh_ldcache_entry) { .key = soname, .value = path, .flags = GH_LDCACHE_FLAGS_X86_64 },
+                        &err);
                 /* A decoy of the same name for the other ABI must not be picked. */
-                gh_ldcache_set_add(&set, &(struct gh_ldcache_entry) { .key = soname, .value = "/nonexistent",
-                                                                      .flags = GH_LDCACHE_FLAGS_I386 }, &err);
+                gh_ldcache_set_add(&set,
+                                   &(struct gh_ldcache_entry) {
+                                           .key = soname, .value = "/nonexistent", .flags = GH_LDCACHE_FLAGS_I386 },
+                                   &err);
                 strcat(dlopen_args, " ");
                 strcat(dlopen_args, soname);
         }
         rootfd = open(root, O_PATH | O_DIRECTORY);
         {
                 int etc = openat(rootfd, "etc", O_PATH | O_DIRECTORY);
-                ok(gh_ldcache_write(etc, "ld.so.cache", set.entries, set.n, &err) == 0, "loader: write the chroot's cache");
+                ok(gh_ldcache_write(etc, "ld.so.cache", set.entries, set.n, &err) == 0,
+                   "loader: write the chroot's cache");
                 close(etc);
         }
         close(rootfd);

@@ -59,21 +59,23 @@ static char *parse(const char *text, size_t len)
         return buf;
 }
 
-#define PARSES(text, want, desc)                                                  \
-        do {                                                                      \
-                _cleanup_free_ char *_got = parse(text, sizeof(text) - 1);        \
-                is_str(_got, want, desc);                                         \
+#define PARSES(text, want, desc)                                                                                       \
+        do {                                                                                                           \
+                _cleanup_free_ char *_got = parse(text, sizeof(text) - 1);                                             \
+                is_str(_got, want, desc);                                                                              \
         } while (0)
 
 static void parser(void)
 {
-        PARSES("/usr/lib\n/usr/local/lib", "D:/usr/lib:-1\nD:/usr/local/lib:-1\n", "one directory a line, the last without a newline");
+        PARSES("/usr/lib\n/usr/local/lib", "D:/usr/lib:-1\nD:/usr/local/lib:-1\n",
+               "one directory a line, the last without a newline");
         PARSES("  /a/b//  \t\n", "D:/a/b:-1\n", "leading and trailing blanks and trailing slashes go");
         PARSES("/a/ /\n", "D:/a/ :-1\n", "blanks are trimmed before slashes, once each (as ldconfig does)");
         PARSES("/a # comment\n# whole line\n\n   \n", "D:/a:-1\n", "comments and blank lines");
         PARSES("/a=libc6\n/b=glibc2\n/c=libc5\n/d=libc4\n/e=elf\n", "D:/a:3\nD:/b:3\nD:/c:2\nD:/d:0\nD:/e:-1\n",
                "library types after '='");
-        PARSES("include /etc/a/*.conf  b.conf\tc\n", "I:/etc/a/*.conf\nI:b.conf\nI:c\n", "include takes several patterns");
+        PARSES("include /etc/a/*.conf  b.conf\tc\n", "I:/etc/a/*.conf\nI:b.conf\nI:c\n",
+               "include takes several patterns");
         PARSES("include\t/x\ninclude\ninclude2 /y\n", "I:/x\nD:include:-1\nD:include2 /y:-1\n",
                "\"include\" needs a blank after it; otherwise the line is a directory");
         PARSES("hwcap 0 nosegneg\nHWCAP 1 x\n", "", "hwcap lines are ignored");
@@ -95,8 +97,9 @@ static bool cache_has(const char *key, const char *value_prefix)
         if (fd < 0 || gh_ldcache_open(fd, path, &c, &err) < 0)
                 return false;
         for (size_t i = 0; i < c->n; i++)
-                found |= (key == NULL || strcmp(c->entries[i].key, key) == 0) &&
-                         (value_prefix == NULL || strncmp(c->entries[i].value, value_prefix, strlen(value_prefix)) == 0);
+                found |=
+                        (key == NULL || strcmp(c->entries[i].key, key) == 0) &&
+                        (value_prefix == NULL || strncmp(c->entries[i].value, value_prefix, strlen(value_prefix)) == 0);
         gh_ldcache_close(c);
         return found;
 }
@@ -120,9 +123,11 @@ static void hostile(void)
         /* Outside the root: a configuration and a library directory a symlink could lead to. */
         sh("mkdir -p '%s/out/conf.d' '%s/out/lib' && cp -L %s '%s/out/lib/' && echo '%s/out/lib' >'%s/out/conf.d/x.conf'",
            T, T, z, T, T, T);
-        snprintf(snap, sizeof(snap), "cd '%s/out' && find . -printf '%%p %%s %%T@ %%m\\n' | sort; sha256sum /etc/ld.so.cache", T);
+        snprintf(snap, sizeof(snap),
+                 "cd '%s/out' && find . -printf '%%p %%s %%T@ %%m\\n' | sort; sha256sum /etc/ld.so.cache", T);
         before = slurp_snapshot(snap);
-        sh("mkdir -p '%s/etc/ld.so.conf.d' '%s/etc/loop' '%s/etc/many' '%s/lib' '%s/usr'", ROOT, ROOT, ROOT, ROOT, ROOT);
+        sh("mkdir -p '%s/etc/ld.so.conf.d' '%s/etc/loop' '%s/etc/many' '%s/lib' '%s/usr'", ROOT, ROOT, ROOT, ROOT,
+           ROOT);
         sh("cd '%s' && cp -L %s lib/ && ln -s '%s/out/conf.d' etc/abs.d && ln -s ../../../../../../../..%s/out/conf.d etc/rel.d"
            " && ln -s '%s/out/lib' usr/outlib && ln -s ../../../../../../../..%s/out/lib/libz.so.1 lib/libout.so.1"
            " && mkfifo etc/ld.so.conf.d/fifo.conf && mkfifo lib/libfifo.so.1",
@@ -130,7 +135,8 @@ static void hostile(void)
         sh("cd '%s/etc' && cat >ld.so.conf <<'EOF'\n"
            "include /etc/ld.so.conf\ninclude loop/*.conf\ninclude /etc/abs.d/*.conf\ninclude rel.d/*.conf\n"
            "include /etc/ld.so.conf.d/*.conf\ninclude /etc/many/*.conf\ninclude /etc/huge.conf\n"
-           "/usr/outlib\n/lib\nEOF", ROOT);
+           "/usr/outlib\n/lib\nEOF",
+           ROOT);
         sh("cd '%s/etc' && echo 'include /etc/loop/a.conf' >loop/a.conf", ROOT);
         sh("cd '%s/etc' && for i in $(seq 1 300); do echo /lib >many/$i.conf; done", ROOT);
         sh("cd '%s/etc' && head -c 300000 /dev/zero | tr '\\0' '/' >huge.conf", ROOT);
@@ -151,8 +157,10 @@ static void hostile(void)
         }
         ok(update(&err) == 0, "a cache is written for the hostile image");
         ok(cache_has("libz.so.1", "/lib/"), "the image's own library is indexed");
-        ok(!cache_has(NULL, "/usr/outlib"), "a library directory that is a symlink out of the root is not indexed from outside");
-        ok(!cache_has("libout.so.1", NULL) && !cache_has(NULL, "/lib/libout"), "a library symlink out of the root is not followed");
+        ok(!cache_has(NULL, "/usr/outlib"),
+           "a library directory that is a symlink out of the root is not indexed from outside");
+        ok(!cache_has("libout.so.1", NULL) && !cache_has(NULL, "/lib/libout"),
+           "a library symlink out of the root is not followed");
         ok(!cache_has(NULL, "/lib/libfifo"), "a FIFO named like a library is not opened");
         after = slurp_snapshot(snap);
         is_str(after, before, "nothing outside the root changed");

@@ -80,11 +80,12 @@ static bool exists(const char *fmt, ...)
  * command line) and a /sbin/ldconfig that must never run. */
 static void make_root(const char *name)
 {
-        must(xsystemf("set -e; R=%s/%s; mkdir -p $R/etc $R/sbin $R/opt/conf-lib $R/opt/extra $R/var/cache\n"
-                      "echo /opt/conf-lib > $R/etc/ld.so.conf\n"
-                      "cp %s/libghone.so.1.0 $R/opt/extra/; cp %s/libghtwo.so.2.0 $R/opt/conf-lib/\n"
-                      "printf '#!/bin/sh\\necho ran > %s/outside/marker\\n' > $R/sbin/ldconfig; chmod 755 $R/sbin/ldconfig",
-                      top, name, top, top, top),
+        must(xsystemf(
+                     "set -e; R=%s/%s; mkdir -p $R/etc $R/sbin $R/opt/conf-lib $R/opt/extra $R/var/cache\n"
+                     "echo /opt/conf-lib > $R/etc/ld.so.conf\n"
+                     "cp %s/libghone.so.1.0 $R/opt/extra/; cp %s/libghtwo.so.2.0 $R/opt/conf-lib/\n"
+                     "printf '#!/bin/sh\\necho ran > %s/outside/marker\\n' > $R/sbin/ldconfig; chmod 755 $R/sbin/ldconfig",
+                     top, name, top, top, top),
              "building a root");
 }
 
@@ -102,7 +103,8 @@ static int run_in(const char *name, int memfd, const char *const *dirs, gh_error
 static void snapshot(char *buf, size_t size)
 {
         _cleanup_free_ char *s = slurp_cmd("(cat /proc/self/mountinfo; find %s/outside -printf '%%p %%s %%T@\\n';"
-                                           " stat -c '%%i %%s %%Y' /etc/ld.so.cache) 2>&1 | md5sum", top);
+                                           " stat -c '%%i %%s %%Y' /etc/ld.so.cache) 2>&1 | md5sum",
+                                           top);
         snprintf(buf, size, "%s", s);
 }
 
@@ -145,8 +147,7 @@ int main(int argc, char **argv)
 
         /* Specs. */
         r = gh_ldconfig_open("/sbin/ldconfig", &err);
-        ok(r < 0 && err && strstr(err->msg, "@/"),
-           "a spec without '@' is refused: %s", err ? err->msg : "accepted");
+        ok(r < 0 && err && strstr(err->msg, "@/"), "a spec without '@' is refused: %s", err ? err->msg : "accepted");
         gh_error_free(&err);
         r = gh_ldconfig_open("@sbin/ldconfig", &err);
         ok(r < 0, "a relative host path is refused");
@@ -154,12 +155,12 @@ int main(int argc, char **argv)
         make_root("good");
         snprintf(spec, sizeof(spec), "@%s/good/sbin/ldconfig", top);
         r = gh_ldconfig_open(spec, &err);
-        ok(r < 0 && err && strstr(err->msg, "script"),
-           "a script is refused with a hint: %s", err ? err->msg : "accepted");
+        ok(r < 0 && err && strstr(err->msg, "script"), "a script is refused with a hint: %s",
+           err ? err->msg : "accepted");
         gh_error_free(&err);
         r = gh_ldconfig_open("@/bin/ls", &err);
-        ok(r < 0 && err && strstr(err->msg, "dynamically linked"),
-           "a dynamically linked program is refused: %s", err ? err->msg : "accepted");
+        ok(r < 0 && err && strstr(err->msg, "dynamically linked"), "a dynamically linked program is refused: %s",
+           err ? err->msg : "accepted");
         gh_error_free(&err);
 
         memfd = gh_ldconfig_open("@/sbin/ldconfig", &err);
@@ -219,8 +220,7 @@ int main(int argc, char **argv)
            "/etc -> host dir (absolute): ldconfig fails inside the root: %s", err ? err->msg : "succeeded");
         gh_error_free(&err);
         r = run_in("rel", memfd, dirs, &err);
-        ok(r < 0, "/etc -> host dir (via ..): ldconfig fails inside the root: %s",
-           err ? err->msg : "succeeded");
+        ok(r < 0, "/etc -> host dir (via ..): ldconfig fails inside the root: %s", err ? err->msg : "succeeded");
         gh_error_free(&err);
         ok(!exists("%s/outside/ld.so.cache", top) && !exists("%s/outside/ld.so.cache~", top),
            "no cache was written into the host directory");
@@ -246,11 +246,12 @@ int main(int argc, char **argv)
                 tap_diag("no static C toolchain: probe checks skipped");
         }
         _cleanup_close_ int sock = open_probe(
-                "sock", "#include <sys/socket.h>\nint main(void) { return socket(AF_UNIX, SOCK_STREAM, 0) < 0 ? 5 : 6; }\n");
+                "sock",
+                "#include <sys/socket.h>\nint main(void) { return socket(AF_UNIX, SOCK_STREAM, 0) < 0 ? 5 : 6; }\n");
         if (sock >= 0) {
                 r = run_in("good", sock, dirs, &err);
-                ok(r < 0 && err && strstr(err->msg, "seccomp"),
-                   "a syscall outside the allowlist kills it: %s", err ? err->msg : "succeeded");
+                ok(r < 0 && err && strstr(err->msg, "seccomp"), "a syscall outside the allowlist kills it: %s",
+                   err ? err->msg : "succeeded");
                 gh_error_free(&err);
         }
         _cleanup_close_ int spin = open_probe("spin", "int main(void) { for (;;) ; }\n");
@@ -259,15 +260,17 @@ int main(int argc, char **argv)
                 gh_ldconfig_set_timeout(1000);
                 clock_gettime(CLOCK_MONOTONIC, &t0);
                 r = run_in("good", spin, dirs, &err);
-                ok(r < 0 && err && err->code == ETIMEDOUT,
-                   "a program that never ends is killed at the timeout: %s", err ? err->msg : "succeeded");
+                ok(r < 0 && err && err->code == ETIMEDOUT, "a program that never ends is killed at the timeout: %s",
+                   err ? err->msg : "succeeded");
                 clock_gettime(CLOCK_MONOTONIC, &t1);
-                ok(t1.tv_sec - t0.tv_sec < 5, "and the call returned within the timeout (%lds)", (long) (t1.tv_sec - t0.tv_sec));
+                ok(t1.tv_sec - t0.tv_sec < 5, "and the call returned within the timeout (%lds)",
+                   (long) (t1.tv_sec - t0.tv_sec));
                 gh_error_free(&err);
                 gh_ldconfig_set_timeout(0);
                 int left = -1;
                 for (int i = 0; i < 20 && left != 0; i++) {
-                        _cleanup_free_ char *n = slurp_cmd("ls -l /proc/[0-9]*/exe 2>/dev/null | grep -c memfd:ldconfig");
+                        _cleanup_free_ char *n =
+                                slurp_cmd("ls -l /proc/[0-9]*/exe 2>/dev/null | grep -c memfd:ldconfig");
                         left = atoi(n);
                         if (left)
                                 usleep(50 * 1000);

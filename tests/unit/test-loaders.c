@@ -22,27 +22,59 @@ static void test_parse(void)
                 const char *text, *library; /* library NULL: refused (or profiles: accepted, none) */
                 const char *why;
         } cases[] = {
-                { GH_LOADER_VULKAN_ICD, "{\"file_format_version\": \"1.0.1\", \"ICD\": {\"library_path\": \"libGLX_nvidia.so.0\", \"api_version\": \"1.4.312\"}}", "libGLX_nvidia.so.0", "NVIDIA's ICD file" },
+                { GH_LOADER_VULKAN_ICD,
+                  "{\"file_format_version\": \"1.0.1\", \"ICD\": {\"library_path\": \"libGLX_nvidia.so.0\", \"api_version\": \"1.4.312\"}}",
+                  "libGLX_nvidia.so.0", "NVIDIA's ICD file" },
                 { GH_LOADER_VULKAN_ICD, "{\"file_format_version\": \"1.0.1\", \"ICD\": {}}", NULL, "no library_path" },
-                { GH_LOADER_VULKAN_ICD, "{\"ICD\": {\"library_path\": \"libGLX_nvidia.so.0\"}}", NULL, "no file_format_version" },
-                { GH_LOADER_VULKAN_ICD, "{\"file_format_version\": \"1.0\", \"ICD\": {\"library_path\": \"x.so\"}}", NULL, "a version with one dot" },
-                { GH_LOADER_VULKAN_ICD, "{\"file_format_version\": \"1.0.0\", \"ICD\": {\"library_path\": \"\"}}", NULL, "an empty library_path" },
-                { GH_LOADER_VULKAN_ICD, "{\"file_format_version\": \"1.0.0\", \"ICD\": {\"library_path\": 7}}", NULL, "a number as library_path" },
-                { GH_LOADER_VULKAN_ICD, "{\"file_format_version\": \"1.0.0\", \"ICD\": {\"library_path\": \"a\"}, \"ICD\": {\"library_path\": \"b\"}}", NULL, "duplicate keys" },
+                { GH_LOADER_VULKAN_ICD, "{\"ICD\": {\"library_path\": \"libGLX_nvidia.so.0\"}}", NULL,
+                  "no file_format_version" },
+                { GH_LOADER_VULKAN_ICD, "{\"file_format_version\": \"1.0\", \"ICD\": {\"library_path\": \"x.so\"}}",
+                  NULL, "a version with one dot" },
+                { GH_LOADER_VULKAN_ICD, "{\"file_format_version\": \"1.0.0\", \"ICD\": {\"library_path\": \"\"}}", NULL,
+                  "an empty library_path" },
+                { GH_LOADER_VULKAN_ICD, "{\"file_format_version\": \"1.0.0\", \"ICD\": {\"library_path\": 7}}", NULL,
+                  "a number as library_path" },
+                { GH_LOADER_VULKAN_ICD,
+                  "{\"file_format_version\": \"1.0.0\", \"ICD\": {\"library_path\": \"a\"}, \"ICD\": {\"library_path\": \"b\"}}",
+                  NULL, "duplicate keys" },
                 { GH_LOADER_VULKAN_ICD, "[1, 2]", NULL, "not an object" },
-                { GH_LOADER_VULKAN_ICD, "{\"file_format_version\": \"1.0.0\", \"ICD\": {\"library_path\": \"x\"", NULL, "truncated JSON" },
-                { GH_LOADER_VULKAN_ICD, "{\"file_format_version\": \"1.0.0\", \"ICD\": {\"library_path\": \"a\\u0000b\"}}", NULL, "a NUL inside library_path" },
-                { GH_LOADER_VULKAN_ICD, "{\"file_format_version\": \"1.0.0\", \"x\": [1.5e+3, -0, true, null, {}], \"ICD\": {\"library_path\": \"libGLX\\u005fnvidia.so.0\"}}", "libGLX_nvidia.so.0", "escapes and every value type" },
-                { GH_LOADER_VULKAN_ICD, "{\"file_format_version\": \"1.0.0\", \"ICD\": {\"library_path\": \"a\\ud800b\"}}", NULL, "a lone surrogate" },
-                { GH_LOADER_VULKAN_ICD, "{\"file_format_version\": \"1.0.0\", \"ICD\": {\"library_path\": \"a\"}} x", NULL, "text after the value" },
-                { GH_LOADER_VULKAN_ICD, "{\"file_format_version\": \"1.0.0\", \"n\": 01, \"ICD\": {\"library_path\": \"a\"}}", NULL, "a number with a leading zero" },
-                { GH_LOADER_VULKAN_ICD, "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]", NULL, "nested 72 deep" },
-                { GH_LOADER_VULKAN_LAYER, "{\"file_format_version\": \"1.0.1\", \"layer\": {\"name\": \"VK_LAYER_NV_optimus\", \"library_path\": \"libGLX_nvidia.so.0\"}}", "libGLX_nvidia.so.0", "a layer object" },
-                { GH_LOADER_VULKAN_LAYER, "{\"file_format_version\": \"1.0.1\", \"layers\": [{\"library_path\": \"libA.so.1\"}, {\"library_path\": \"libA.so.1\"}]}", "libA.so.1", "a layers array naming one library" },
-                { GH_LOADER_VULKAN_LAYER, "{\"file_format_version\": \"1.0.1\", \"layers\": [{\"library_path\": \"libA.so.1\"}, {\"library_path\": \"libB.so.1\"}]}", NULL, "layers naming two libraries" },
-                { GH_LOADER_VULKAN_LAYER, "{\"file_format_version\": \"1.0.1\", \"ICD\": {\"library_path\": \"libA.so.1\"}}", NULL, "an ICD file where a layer is expected" },
-                { GH_LOADER_EGL_VENDOR, "{\"file_format_version\" : \"1.0.0\", \"ICD\" : {\"library_path\" : \"libEGL_nvidia.so.0\"}}", "libEGL_nvidia.so.0", "NVIDIA's EGL vendor file" },
-                { GH_LOADER_EGL_PLATFORM, "{\"file_format_version\" : \"1.0.0\", \"ICD\" : {\"library_path\" : \"libnvidia-egl-gbm.so.1\"}}", "libnvidia-egl-gbm.so.1", "an EGL platform file" },
+                { GH_LOADER_VULKAN_ICD, "{\"file_format_version\": \"1.0.0\", \"ICD\": {\"library_path\": \"x\"", NULL,
+                  "truncated JSON" },
+                { GH_LOADER_VULKAN_ICD,
+                  "{\"file_format_version\": \"1.0.0\", \"ICD\": {\"library_path\": \"a\\u0000b\"}}", NULL,
+                  "a NUL inside library_path" },
+                { GH_LOADER_VULKAN_ICD,
+                  "{\"file_format_version\": \"1.0.0\", \"x\": [1.5e+3, -0, true, null, {}], \"ICD\": {\"library_path\": \"libGLX\\u005fnvidia.so.0\"}}",
+                  "libGLX_nvidia.so.0", "escapes and every value type" },
+                { GH_LOADER_VULKAN_ICD,
+                  "{\"file_format_version\": \"1.0.0\", \"ICD\": {\"library_path\": \"a\\ud800b\"}}", NULL,
+                  "a lone surrogate" },
+                { GH_LOADER_VULKAN_ICD, "{\"file_format_version\": \"1.0.0\", \"ICD\": {\"library_path\": \"a\"}} x",
+                  NULL, "text after the value" },
+                { GH_LOADER_VULKAN_ICD,
+                  "{\"file_format_version\": \"1.0.0\", \"n\": 01, \"ICD\": {\"library_path\": \"a\"}}", NULL,
+                  "a number with a leading zero" },
+                { GH_LOADER_VULKAN_ICD,
+                  "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+                  NULL, "nested 72 deep" },
+                { GH_LOADER_VULKAN_LAYER,
+                  "{\"file_format_version\": \"1.0.1\", \"layer\": {\"name\": \"VK_LAYER_NV_optimus\", \"library_path\": \"libGLX_nvidia.so.0\"}}",
+                  "libGLX_nvidia.so.0", "a layer object" },
+                { GH_LOADER_VULKAN_LAYER,
+                  "{\"file_format_version\": \"1.0.1\", \"layers\": [{\"library_path\": \"libA.so.1\"}, {\"library_path\": \"libA.so.1\"}]}",
+                  "libA.so.1", "a layers array naming one library" },
+                { GH_LOADER_VULKAN_LAYER,
+                  "{\"file_format_version\": \"1.0.1\", \"layers\": [{\"library_path\": \"libA.so.1\"}, {\"library_path\": \"libB.so.1\"}]}",
+                  NULL, "layers naming two libraries" },
+                { GH_LOADER_VULKAN_LAYER,
+                  "{\"file_format_version\": \"1.0.1\", \"ICD\": {\"library_path\": \"libA.so.1\"}}", NULL,
+                  "an ICD file where a layer is expected" },
+                { GH_LOADER_EGL_VENDOR,
+                  "{\"file_format_version\" : \"1.0.0\", \"ICD\" : {\"library_path\" : \"libEGL_nvidia.so.0\"}}",
+                  "libEGL_nvidia.so.0", "NVIDIA's EGL vendor file" },
+                { GH_LOADER_EGL_PLATFORM,
+                  "{\"file_format_version\" : \"1.0.0\", \"ICD\" : {\"library_path\" : \"libnvidia-egl-gbm.so.1\"}}",
+                  "libnvidia-egl-gbm.so.1", "an EGL platform file" },
                 { GH_LOADER_APP_PROFILES, "{\"rules\": [], \"profiles\": []}", "", "application profiles" },
                 { GH_LOADER_APP_PROFILES, "{\"rules\": 1}", NULL, "profiles without arrays" },
         };
@@ -54,10 +86,14 @@ static void test_parse(void)
                         ok(r < 0 && err && err->msg[0], "parse %s: %s: refused (%s)",
                            gh_loader_kind_name(cases[i].kind), cases[i].why, err ? err->msg : "accepted");
                 } else if (cases[i].library[0] == '\0') {
-                        ok(r == 0 && lib == NULL, "parse %s: %s: accepted", gh_loader_kind_name(cases[i].kind), cases[i].why);
+                        ok(r == 0 && lib == NULL, "parse %s: %s: accepted", gh_loader_kind_name(cases[i].kind),
+                           cases[i].why);
                 } else {
                         ok(r == 0 && lib && strcmp(lib, cases[i].library) == 0, "parse %s: %s: library %s",
-                           gh_loader_kind_name(cases[i].kind), cases[i].why, lib ? lib : err ? err->msg : "?");
+                           gh_loader_kind_name(cases[i].kind), cases[i].why,
+                           lib   ? lib
+                           : err ? err->msg
+                                 : "?");
                 }
         }
 }
@@ -105,8 +141,10 @@ static void test_find(void)
         put("opt/nv/lib64/libGLX_nvidia.so.1.2.3", "elf");
         put("opt/nv/lib64/libEGL_nvidia.so.1.2.3", "elf");
         sh("ln -s libGLX_nvidia.so.1.2.3 %s/opt/nv/lib64/libGLX_nvidia.so.0", T);
-        lib[0] = (struct gh_driver_file) { .path = "/opt/nv/lib64/libGLX_nvidia.so.1.2.3", .soname = "libGLX_nvidia.so.0" };
-        lib[1] = (struct gh_driver_file) { .path = "/opt/nv/lib64/libEGL_nvidia.so.1.2.3", .soname = "libEGL_nvidia.so.0" };
+        lib[0] = (struct gh_driver_file) { .path = "/opt/nv/lib64/libGLX_nvidia.so.1.2.3",
+                                           .soname = "libGLX_nvidia.so.0" };
+        lib[1] = (struct gh_driver_file) { .path = "/opt/nv/lib64/libEGL_nvidia.so.1.2.3",
+                                           .soname = "libEGL_nvidia.so.0" };
         for (int i = 0; i < 2; i++) {
                 snprintf(p, sizeof(p), "%s%s", T, lib[i].path);
                 stat(p, &st);
@@ -145,7 +183,7 @@ static void test_find(void)
            "find: the ICD below the driver's prefix (/opt/nv/lib64 -> /opt/nv/share)");
         f = find(&out, "/usr/share/vulkan/implicit_layer.d/nvidia_layers.json");
         ok(f && f->library_src && strcmp(f->library_src, lib[0].path) == 0 &&
-           strcmp(f->library, "/opt/nv/lib64/libGLX_nvidia.so.0") == 0,
+                   strcmp(f->library, "/opt/nv/lib64/libGLX_nvidia.so.0") == 0,
            "find: an absolute library path resolves to the discovered library, placed at that path");
         f = find(&out, "/usr/share/glvnd/egl_vendor.d/10_nvidia.json");
         ok(f && strcmp(f->path, "/usr/share/glvnd/egl_vendor.d/10_nvidia.json") == 0,
@@ -161,7 +199,8 @@ static void test_find(void)
            "find: an absolute path under /proc: skipped");
         ok(find(&out, "/usr/share/vulkan/icd.d/nvidia_icd.big.json") == NULL, "find: over the size bound: skipped");
         ok(find(&out, "/usr/share/vulkan/icd.d/nvidia_icd.fifo.json") == NULL &&
-           find(&out, "/usr/share/vulkan/icd.d/nvidia_icd.dir.json") == NULL, "find: a FIFO or directory: skipped (not opened)");
+                   find(&out, "/usr/share/vulkan/icd.d/nvidia_icd.dir.json") == NULL,
+           "find: a FIFO or directory: skipped (not opened)");
         f = find(&out, "/usr/share/nvidia/nvidia-application-profiles-1.2.3-rc");
         ok(f && f->library == NULL, "find: the application profiles of this driver version");
         ok(find(&out, "/usr/share/nvidia/nvidia-application-profiles-9.9.9-rc") == NULL,

@@ -63,7 +63,8 @@ static void test_state(void)
 {
         _cleanup_error_ gh_error_t err = NULL;
         struct gh_oci_state st;
-        const char *s = "{\"ociVersion\":\"1.0.2\",\"id\":\"c\",\"status\":\"creating\",\"pid\":12,\"bundle\":\"/b\",\"root\":\"/b/r\"}";
+        const char *s =
+                "{\"ociVersion\":\"1.0.2\",\"id\":\"c\",\"status\":\"creating\",\"pid\":12,\"bundle\":\"/b\",\"root\":\"/b/r\"}";
 
         is_int(gh_oci_state_parse(s, strlen(s), &st, &err), 0, "a runc/crun state parses");
         is_str(st.id, "c", "id");
@@ -91,7 +92,8 @@ static void test_state(void)
         state_error("{\"bundle\":\"\xf4\x90\x80\x80\"}", "not valid UTF-8", "a code point above U+10FFFF");
         state_error("{\"bundle\":\"\xe2\x82\"}", "not valid UTF-8", "a truncated sequence");
         s = "{\"a\":\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\\\"\",\"bundle\":\"/b\"}";
-        is_int(gh_oci_state_parse(s, strlen(s), &st, &err), 0, "brackets and escaped quotes inside strings are no nesting");
+        is_int(gh_oci_state_parse(s, strlen(s), &st, &err), 0,
+               "brackets and escaped quotes inside strings are no nesting");
         gh_oci_state_free(&st);
 }
 
@@ -147,7 +149,8 @@ static void test_spec(void)
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 char buf[512];
                 gh_error_free(&err);
-                snprintf(buf, sizeof(buf), "{\"ociVersion\":\"1.0.2\",\"process\":{},\"root\":{\"path\":\"/a\"},%s}", bad[i]);
+                snprintf(buf, sizeof(buf), "{\"ociVersion\":\"1.0.2\",\"process\":{},\"root\":{\"path\":\"/a\"},%s}",
+                         bad[i]);
                 ok(gh_oci_spec_parse(buf, strlen(buf), "/bundle", &sp, &err) < 0 && err && strstr(err->msg, "linux"),
                    "malformed linux.devices is an error naming it (%s)", bad[i]);
         }

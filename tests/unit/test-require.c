@@ -73,7 +73,9 @@ static void test_eval(void)
 
 static void test_parse_errors(void)
 {
-        static const struct { const char *expr, *want; } cases[] = {
+        static const struct {
+                const char *expr, *want;
+        } cases[] = {
                 { "foo>=1.0", "invalid expression 'foo>=1.0'" },
                 { "cudaa>=1", "unknown key" },
                 { "cuda", "no operator" },
@@ -93,8 +95,8 @@ static void test_parse_errors(void)
         };
         for (size_t i = 0; i < GH_ARRAY_SIZE(cases); i++) {
                 char *got = parse_error(cases[i].expr);
-                ok(strstr(got, cases[i].want) != NULL && strstr(got, "invalid expression") != NULL,
-                   "'%s' rejected: %s", cases[i].expr, cases[i].want);
+                ok(strstr(got, cases[i].want) != NULL && strstr(got, "invalid expression") != NULL, "'%s' rejected: %s",
+                   cases[i].expr, cases[i].want);
                 if (strstr(got, cases[i].want) == NULL)
                         printf("#   got '%s'\n", got);
                 free(got);
@@ -125,7 +127,8 @@ static void test_messages(void)
                 strcpy(gpus[i].arch, i ? "8.0" : "9.0");
                 strcpy(gpus[i].brand, i ? "Tesla" : "Nvidia");
         }
-        ok(gh_require_check_expr("cuda>=13.1", &list, &sel, &err) < 0 && err->kind == GH_ERR_REQUIREMENT && err->code == 0,
+        ok(gh_require_check_expr("cuda>=13.1", &list, &sel, &err) < 0 && err->kind == GH_ERR_REQUIREMENT &&
+                   err->code == 0,
            "cuda>=13.1 not met, with the requirement code");
         is_str(err ? err->msg : NULL,
                "requirement 'cuda>=13.1' not met: the driver supports CUDA 13.0; update the NVIDIA driver on the host "
@@ -133,21 +136,24 @@ static void test_messages(void)
                "cuda failure says to update the driver");
         gh_error_free(&err);
         ok(gh_require_check_expr("arch>=9.0", &list, &sel, &err) < 0 && strstr(err->msg, "on GPU 1 (NVIDIA A100") &&
-           strstr(err->msg, "compute capability 8.0"), "arch failure names the failing GPU and its arch");
+                   strstr(err->msg, "compute capability 8.0"),
+           "arch failure names the failing GPU and its arch");
         gh_error_free(&err);
         ok(gh_require_check_expr("cuda>=12.0,brand=nvidia", &list, &sel, &err) < 0 &&
-           strstr(err->msg, "('brand=nvidia' is false)") && strstr(err->msg, "GPU 1"),
+                   strstr(err->msg, "('brand=nvidia' is false)") && strstr(err->msg, "GPU 1"),
            "compound failure names the failing condition");
         gh_error_free(&err);
         ok(gh_require_check_expr("driver>=600", &list, NULL, &err) < 0 && strstr(err->msg, "580.95.05"),
            "driver failure shows the host driver");
         gh_error_free(&err);
-        ok(gh_require_check_expr("cuda>=12.0 arch>=10.0", &list, &sel, &err) == 0, "requirement holding on all GPUs passes");
+        ok(gh_require_check_expr("cuda>=12.0 arch>=10.0", &list, &sel, &err) == 0,
+           "requirement holding on all GPUs passes");
         gh_error_free(&err);
         ok(gh_require_check_expr("arch>=10.0", &list, NULL, &err) == 0, "no GPU selected: arch passes");
         gh_error_free(&err);
         ok(gh_require_check_expr("bogus=1", &list, NULL, &err) < 0 && err->code == 0 &&
-           strstr(err->msg, "invalid expression"), "parse error keeps its own message and code");
+                   strstr(err->msg, "invalid expression"),
+           "parse error keeps its own message and code");
         gh_error_free(&err);
 }
 
@@ -164,7 +170,8 @@ static unsigned keys(const char *expr)
 static void test_keys(void)
 {
         is_int((int) keys("cuda>=12.0"), GH_REQUIRE_KEY_CUDA, "keys: cuda alone");
-        is_int((int) keys("CUDA>=12.0,cuda<14 cuda=11.8"), GH_REQUIRE_KEY_CUDA, "keys: only cuda, any case, AND and OR");
+        is_int((int) keys("CUDA>=12.0,cuda<14 cuda=11.8"), GH_REQUIRE_KEY_CUDA,
+               "keys: only cuda, any case, AND and OR");
         is_int((int) keys("cuda>=12.0 brand=tesla"), GH_REQUIRE_KEY_CUDA | GH_REQUIRE_KEY_BRAND,
                "keys: a brand in another alternative counts");
         is_int((int) keys("cuda>=12.0,arch>=8.0"), GH_REQUIRE_KEY_CUDA | GH_REQUIRE_KEY_ARCH, "keys: cuda and arch");

@@ -204,10 +204,13 @@ int main(int argc, char **argv)
                 fd = gh_mkdir_p(rootfd, "usr/lib/rel2/deeper", 0755, &err);
                 snprintf(host_dir, sizeof(host_dir), "%s/%s", outside, names[i]);
                 snprintf(in_root, sizeof(in_root), "%s/outside/%s/deeper", root, names[i]);
-                ok(fd >= 0 && is_under_root(fd) && !is_outside(fd), "mkdir -p through '%s' returns a directory in the root (%s)",
-                   targets[i], fd >= 0 ? "ok" : (err ? err->msg : "?"));
-                ok(stat(host_dir, &st) < 0 && errno == ENOENT, "... and creates nothing above the root (no %s)", host_dir);
-                ok(stat(in_root, &st) == 0 && S_ISDIR(st.st_mode), "... the climb stops at the root: %s exists", in_root);
+                ok(fd >= 0 && is_under_root(fd) && !is_outside(fd),
+                   "mkdir -p through '%s' returns a directory in the root (%s)", targets[i],
+                   fd >= 0 ? "ok" : (err ? err->msg : "?"));
+                ok(stat(host_dir, &st) < 0 && errno == ENOENT, "... and creates nothing above the root (no %s)",
+                   host_dir);
+                ok(stat(in_root, &st) == 0 && S_ISDIR(st.st_mode), "... the climb stops at the root: %s exists",
+                   in_root);
                 if (fd >= 0)
                         close(fd);
                 gh_error_free(&err);
@@ -236,7 +239,8 @@ int main(int argc, char **argv)
 
         /* 12. create a symlink whose parent is a symlink out */
         link_in_root(outside, "bin-out");
-        ok(gh_create_symlink(rootfd, "bin-out/evil", "x", &err) == 0, "create_symlink through an escaping parent works");
+        ok(gh_create_symlink(rootfd, "bin-out/evil", "x", &err) == 0,
+           "create_symlink through an escaping parent works");
         gh_error_free(&err);
         {
                 char p[PATH_MAX + 16];

@@ -8,8 +8,9 @@
 
 static struct gh_mig migs0[2], migs2[1];
 static struct gh_gpu gpus[3];
-static struct gh_gpu_list list = { .driver_version = "580.95.05", .cuda_version = "13.0", .gpus = gpus, .n = 3,
-                                   .from_nvml = true };
+static struct gh_gpu_list list = {
+        .driver_version = "580.95.05", .cuda_version = "13.0", .gpus = gpus, .n = 3, .from_nvml = true
+};
 
 static void setup(void)
 {
@@ -49,20 +50,20 @@ static char *run(const char *text)
         if (gh_select_parse(text, &req, &err) < 0 || gh_select_resolve(&req, &list, &sel, &err) < 0)
                 return strdup(err->msg);
         for (size_t i = 0; i < sel.ngpus; i++)
-                used += (size_t) snprintf(buf + used, sizeof(buf) - used, "%s%s%u", i ? "," : "", sel.full[i] ? "G" : "p",
-                                          sel.gpus[i]->index);
+                used += (size_t) snprintf(buf + used, sizeof(buf) - used, "%s%s%u", i ? "," : "",
+                                          sel.full[i] ? "G" : "p", sel.gpus[i]->index);
         used += (size_t) snprintf(buf + used, sizeof(buf) - used, "|");
         for (size_t i = 0; i < sel.nmigs; i++)
-                used += (size_t) snprintf(buf + used, sizeof(buf) - used, "%s%u:%u", i ? "," : "", sel.migs[i]->parent_index,
-                                          sel.migs[i]->index);
+                used += (size_t) snprintf(buf + used, sizeof(buf) - used, "%s%u:%u", i ? "," : "",
+                                          sel.migs[i]->parent_index, sel.migs[i]->index);
         return strdup(buf);
 }
 
-#define RESOLVES(text, want, ...)                       \
-        do {                                            \
-                char *_got = run(text);                 \
-                is_str(_got, want, __VA_ARGS__);        \
-                free(_got);                             \
+#define RESOLVES(text, want, ...)                                                                                      \
+        do {                                                                                                           \
+                char *_got = run(text);                                                                                \
+                is_str(_got, want, __VA_ARGS__);                                                                       \
+                free(_got);                                                                                            \
         } while (0)
 
 static bool error_names(const char *text, const char *item)
@@ -94,7 +95,8 @@ static void test_parse_flags(void)
         gh_select_request_free(&req);
         ok(gh_select_parse("ALL", &req, &err) == 0 && req.all && req.n == 0, "'ALL' is all (case-insensitive)");
         gh_select_request_free(&req);
-        ok(gh_select_parse("none", &req, &err) == 0 && req.none && !req.is_void && req.n == 0, "'none' is none, not void");
+        ok(gh_select_parse("none", &req, &err) == 0 && req.none && !req.is_void && req.n == 0,
+           "'none' is none, not void");
         gh_select_request_free(&req);
         ok(gh_select_parse(" 0 ,\t1,, 0,gpu-AAAA,GPU-aaaa ", &req, &err) == 0 && req.n == 3,
            "items trimmed, empty dropped, duplicates (case-insensitive UUIDs) removed");
@@ -102,12 +104,15 @@ static void test_parse_flags(void)
         is_str(buf, "0,1,gpu-AAAA", "format writes the normalised list");
         gh_select_request_free(&req);
         ok(gh_select_parse("00:06.0,0000:00:06.0,00000000:00:06.0", &req, &err) == 0 && req.n == 1 &&
-           strcmp(req.items[0].busid, "0000:00:06.0") == 0, "three spellings of one bus id are one item");
+                   strcmp(req.items[0].busid, "0000:00:06.0") == 0,
+           "three spellings of one bus id are one item");
         gh_select_request_free(&req);
         ok(gh_select_parse("0:1", &req, &err) == 0 && req.n == 1 && req.items[0].kind == GH_SELECT_MIG_INDEX &&
-           req.items[0].index == 0 && req.items[0].mig == 1, "'0:1' is a GPU:MIG pair");
+                   req.items[0].index == 0 && req.items[0].mig == 1,
+           "'0:1' is a GPU:MIG pair");
         gh_select_request_free(&req);
-        ok(gh_select_parse("MIG-xyz", &req, &err) == 0 && req.items[0].kind == GH_SELECT_MIG_UUID, "MIG- is a MIG UUID");
+        ok(gh_select_parse("MIG-xyz", &req, &err) == 0 && req.items[0].kind == GH_SELECT_MIG_UUID,
+           "MIG- is a MIG UUID");
         gh_select_request_free(&req);
         ok(gh_select_parse("foo", &req, &err) < 0 && strstr(err->msg, "unknown device 'foo'") != NULL,
            "parse rejects an item of no known form, naming it");
@@ -158,7 +163,8 @@ static void test_errors(void)
                 memset(big, 'a', sizeof(big) - 1);
                 big[sizeof(big) - 1] = '\0';
                 char *got = run(big);
-                ok(strstr(got, "unknown device 'aaaa") != NULL && strlen(got) < 300, "a 2000-character item gives a short error");
+                ok(strstr(got, "unknown device 'aaaa") != NULL && strlen(got) < 300,
+                   "a 2000-character item gives a short error");
                 free(got);
         }
         /* On a fast-path list MIG devices are unknown: the error says where they come from. */

@@ -70,13 +70,16 @@ static void test_format(void)
         is_str(e.libs[0], fp.libs[0], "round trip: library path");
         ok(e.list.n == 2 && e.list.origin == GH_ORIGIN_CACHE && e.list.from_nvml, "round trip: 2 GPUs, origin cache");
         ok(e.list.n == 2 && memcmp(&e.list.gpus[0], &gpus[0], offsetof(struct gh_gpu, migs)) == 0 &&
-           memcmp(&e.list.gpus[1], &gpus[1], offsetof(struct gh_gpu, migs)) == 0, "round trip: every GPU field");
+                   memcmp(&e.list.gpus[1], &gpus[1], offsetof(struct gh_gpu, migs)) == 0,
+           "round trip: every GPU field");
         ok(e.list.n == 2 && e.list.gpus[1].nmigs == 2 && memcmp(e.list.gpus[1].migs, migs, sizeof(migs)) == 0,
            "round trip: MIG devices with their parent index");
         is_str(e.list.cuda_version, "13.0", "round trip: CUDA version");
 
         /* Each mutation of the good text must be refused, with a reason. */
-        static const struct { const char *from, *to, *what; } bad[] = {
+        static const struct {
+                const char *from, *to, *what;
+        } bad[] = {
                 { "\"minor\": 1", "\"minor\": 255", "minor 255 (nvidiactl's)" },
                 { "\"minor\": 1", "\"minor\": -1", "negative minor" },
                 { "\"minor\": 1", "\"minor\": 1.0", "float minor" },
@@ -106,7 +109,8 @@ static void test_format(void)
                 if (asprintf(&mut, "%.*s%s%s", (int) (at - text), text, bad[i].to, at + strlen(bad[i].from)) < 0)
                         abort();
                 ok(gh_statecache_parse(mut, strlen(mut), &b, &e2) < 0 && e2 != NULL && b.list.n == 0 &&
-                   b.fingerprint == NULL, "refused: %s%s%s", bad[i].what, e2 ? " -> " : "", e2 ? e2->msg : "");
+                           b.fingerprint == NULL,
+                   "refused: %s%s%s", bad[i].what, e2 ? " -> " : "", e2 ? e2->msg : "");
         }
         {
                 _cleanup_statecache_entry_ struct gh_statecache_entry b = { 0 };
@@ -197,7 +201,8 @@ static void test_equivalence(void)
         snprintf(dir, sizeof(dir), "%s/fake", top);
         snprintf(state, sizeof(state), "%s/cache/state.json", top);
         if (!ok(sh("'%s/tests/fake-driver/make-root.sh' '%s' --profile '%s/tests/fake-driver/profiles/8gpu-mig.json' "
-                   ">/dev/null 2>&1", getenv("GH_SOURCE_DIR"), dir, getenv("GH_SOURCE_DIR")) == 0,
+                   ">/dev/null 2>&1",
+                   getenv("GH_SOURCE_DIR"), dir, getenv("GH_SOURCE_DIR")) == 0,
                 "make the 8-GPU MIG fake driver root"))
                 return;
         rootfd = gh_rootfs_open(dir, &err);
@@ -217,7 +222,8 @@ static void test_equivalence(void)
                         if (strcmp(x, y) == 0)
                                 same++;
                         else
-                                tap_diag("'%s' on %s: NVML %s, cache %s", exprs[i], selections[s] ? selections[s] : "-", x, y);
+                                tap_diag("'%s' on %s: NVML %s, cache %s", exprs[i], selections[s] ? selections[s] : "-",
+                                         x, y);
                 }
                 free(exprs[i]);
         }

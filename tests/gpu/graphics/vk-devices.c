@@ -34,7 +34,8 @@ int main(void)
 
         if (r != VK_SUCCESS) {
                 printf("vulkan: FAIL: vkCreateInstance returned %d%s\n", (int) r,
-                       r == VK_ERROR_INCOMPATIBLE_DRIVER ? " (VK_ERROR_INCOMPATIBLE_DRIVER: no Vulkan driver found)" : "");
+                       r == VK_ERROR_INCOMPATIBLE_DRIVER ? " (VK_ERROR_INCOMPATIBLE_DRIVER: no Vulkan driver found)"
+                                                         : "");
                 return 1;
         }
         r = vkEnumeratePhysicalDevices(inst, &n, devs);
