@@ -143,7 +143,8 @@ t_not "no driver: the container does not start" test "$RUN_RC" -eq 0
 t_match "$(cli_errors)" "driver" "no driver: the runtime's error carries gpu-cli's line" || t_diag "$RUN_STDERR"
 t_is "$RUN_STDOUT" "" "no driver: the container's process never ran"
 
-# --- 2. NVML service that crashes, hangs, answers errors (--require forces the NVML path)
+# --- 2. NVML service that crashes, hangs, answers errors (an arch requirement forces the NVML path;
+# a cuda-only one would take the CUDA version from libcuda instead, docs/statecache.md)
 for mode in crash hang error; do
         D=$T/drv-$mode
         if ! mkroot "$D" --nvml-mode $mode; then
@@ -152,7 +153,7 @@ for mode in crash hang error; do
         fi
         start_detached "nvml-$mode" || t_fail "start a detached container"
         OUT=$(reaped "$GPU_CLI" --root="$D" configure --pid="$DPID" --device=0 --compute --utility \
-                "--require=cuda>=1.0" "$ROOTFS" 2>&1)
+                "--require=cuda>=1.0,arch>=1.0" "$ROOTFS" 2>&1)
         R=($(printf '%s\n' "$OUT" | sed -n 's/^reaped: //p'))
         t_diag "nvml $mode: exit ${R[0]} after ${R[1]} s: $(printf '%s\n' "$OUT" | grep '^gpu-cli:' | head -n1)"
         t_not "nvml $mode: configure fails" test "${R[0]}" = 0
@@ -165,7 +166,7 @@ for mode in crash hang error; do
         stop_detached
         # The same through a hook: the container does not start.
         new_container "nvml-$mode-hook"
-        add_hook "$D" -- --device=0 --compute --utility "--require=cuda>=1.0"
+        add_hook "$D" -- --device=0 --compute --utility "--require=cuda>=1.0,arch>=1.0"
         run_runc "$BUNDLE" "nvml-$mode"
         t_not "nvml $mode: the container does not start" test "$RUN_RC" -eq 0
         t_is "$RUN_STDOUT" "" "nvml $mode: the container's process never ran"
@@ -265,7 +266,7 @@ def children():
                 out.append(int(d))
     return out
 for i in range(runs):
-    argv = cmd[:-1] + (["--require=cuda>=1.0"] if i % 2 else []) + cmd[-1:]
+    argv = cmd[:-1] + (["--require=cuda>=1.0,arch>=1.0"] if i % 2 else []) + cmd[-1:]
     null = os.open("/dev/null", os.O_RDWR)
     pid = os.fork()
     if pid == 0:
