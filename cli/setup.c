@@ -88,8 +88,11 @@ static int add_change(struct plan *p, const char *path, gh_error_t *err)
         c->path = strdup(path);
         if (c->path == NULL)
                 return gh_err(err, ENOMEM, "planning the change");
-        if (setup_read(path, &c->old, &c->exists, err) < 0)
+        if (setup_read(path, &c->old, &c->exists, err) < 0) {
+                free(c->path); /* not counted in p->n: nobody else frees it */
+                c->path = NULL;
                 return -1;
+        }
         p->n++;
         return 0;
 }

@@ -251,7 +251,8 @@ static int glob_in_root(struct loader *l, const char *pattern, struct strv *out,
                 if (fd >= 0 && strv_add(out, steal_pointer(&cur.v[i]), err) < 0)
                         goto out;
         }
-        qsort(out->v, out->n, sizeof(*out->v), cmp_str);
+        if (out->n > 1) /* qsort(NULL, 0, ...) is undefined */
+                qsort(out->v, out->n, sizeof(*out->v), cmp_str);
         r = 0;
 out:
         strv_free(&cur);

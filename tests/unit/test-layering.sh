@@ -24,6 +24,8 @@ if have_cmd pkg-config; then
 int main(void) { struct gpuhook_error e = { .kind = GPUHOOK_ERR_NO_DRIVER }; printf("%s %d\n", gpuhook_version(), gpuhook_error_exit_status(&e)); return 0; }
 EOS
         flags=$(PKG_CONFIG_PATH=$PC pkg-config --cflags --libs gpuhook-uninstalled)
+        # a sanitizer build's library needs the sanitizer runtime first in the program, too
+        readelf -d "$SO" | grep -q 'libasan' && flags="-fsanitize=address,undefined $flags"
         t_ok "cc with pkg-config --cflags --libs gpuhook" cc -o "$T/p" "$T/p.c" $flags
         t_is "$(LD_LIBRARY_PATH=$GH_BUILD_DIR/lib "$T/p")" "$(PKG_CONFIG_PATH=$PC pkg-config --modversion gpuhook-uninstalled) 3" \
                 "the program runs: the version and the no-driver exit status"
