@@ -331,15 +331,23 @@ static void check_cdi(const struct gh_doctor_opts *o, const char *version, struc
                                 size_t n = strspn(p, "0123456789.");
                                 snprintf(named, sizeof(named), "%.*s", (int) (n < 31 ? n : 31), p);
                                 if (gh_version_is_dotted(named) && strcmp(named, version) != 0) {
-                                        char cause[320];
+                                        char cause[320], fix[PATH_MAX + 160];
+                                        size_t pl = strlen(path);
                                         snprintf(cause, sizeof(cause),
                                                  "The CDI spec was written for driver %s, not the running %s, "
                                                  "so CDI containers get missing or mismatched files.",
                                                  named, version);
-                                        gh_doctor_add(
-                                                d, "cdi", GH_CHECK_WARN, cause,
-                                                "regenerate it (nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml)",
-                                                "%s names libnvidia-ml.so.%s", path, named);
+                                        /* ours are JSON; a YAML one (nvidia-ctk's) is replaced, not kept beside */
+                                        if (pl > 5 && strcmp(path + pl - 5, ".json") == 0)
+                                                snprintf(fix, sizeof(fix),
+                                                         "regenerate it: gpu-cli cdi generate --output=%s", path);
+                                        else
+                                                snprintf(fix, sizeof(fix),
+                                                         "write a current spec (gpu-cli cdi generate, to "
+                                                         "/etc/cdi/nvidia.com-gpu.json) and remove %s",
+                                                         path);
+                                        gh_doctor_add(d, "cdi", GH_CHECK_WARN, cause, fix,
+                                                      "%s names libnvidia-ml.so.%s", path, named);
                                         return;
                                 }
                         }

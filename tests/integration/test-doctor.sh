@@ -78,6 +78,14 @@ t_is "$RC" 0 "warnings alone do not fail doctor"
 doctor "$DRV" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi-stale" --cgroup-manager=cgroupfs
 t_match "$OUT" '^warn +cdi .*libnvidia-ml.so.570.86.10' "stale CDI spec: found"
 t_match "$OUT" 'cause: The CDI spec was written for driver 570.86.10, not the running 580.95.05' "stale CDI spec: the cause"
+t_match "$OUT" "fix: +write a current spec \\(gpu-cli cdi generate, to /etc/cdi/nvidia.com-gpu.json\\) and remove $T/cdi-stale/nvidia.yaml" \
+        "stale YAML spec (not ours): the fix writes ours and removes it"
+mkdir -p "$T/cdi-stale-json"
+printf '{"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "containerEdits": {"mounts": [{"hostPath": "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.86.10"}]}}\n' \
+        >"$T/cdi-stale-json/nvidia.com-gpu.json"
+doctor "$DRV" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi-stale-json" --cgroup-manager=cgroupfs
+t_match "$OUT" "fix: +regenerate it: gpu-cli cdi generate --output=$T/cdi-stale-json/nvidia.com-gpu.json" \
+        "stale JSON spec: the fix regenerates it in place"
 
 R=$(copy_root nochar) && rm -r "$R/dev/char"
 doctor "$R" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi" --cgroup-manager=systemd

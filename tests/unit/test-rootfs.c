@@ -169,7 +169,10 @@ int main(int argc, char **argv)
         {
                 char c[16] = { 0 };
                 ok(fd >= 0 && read(fd, c, sizeof(c) - 1) > 0 && strncmp(c, "inside", 6) == 0,
-                   "nested absolute symlink /etc is the root's /etc (%s)", fd >= 0 ? "opened" : err ? err->msg : "?");
+                   "nested absolute symlink /etc is the root's /etc (%s)",
+                   fd >= 0 ? "opened"
+                   : err   ? err->msg
+                           : "?");
         }
         if (fd >= 0)
                 close(fd);
