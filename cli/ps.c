@@ -1,11 +1,13 @@
 /* gpu-cli ps and top: which processes use which GPU, and in which container. */
 #include <errno.h>
 #include <jansson.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -424,7 +426,8 @@ static void top_usage(FILE *out)
                 "                                    [--no-trunc] [--state-dir=DIR]... [--timeout=SECONDS]\n"
                 "\n"
                 "gpu-cli ps, refreshed: each GPU's utilisation, memory, temperature and power, then its processes\n"
-                "and their containers.  Ctrl-C ends it.\n"
+                "and their containers.  Keys (in a terminal): q quits, m sorts by memory, u by SM utilisation,\n"
+                "space refreshes now.  Ctrl-C ends it too.\n"
                 "\n"
                 "  --interval=SECONDS  time between refreshes (default 2)\n"
                 "  --sort=memory|util  order processes by GPU memory (default) or SM utilisation\n"
@@ -443,8 +446,8 @@ static void print_screen(const struct gh_gpu_list *list, enum cli_sort sort, boo
         strftime(stamp, sizeof(stamp), "%H:%M:%S", localtime_r(&now, &tm));
         if (tty)
                 fputs("\033[H\033[2J", out); /* home, clear the screen */
-        snprintf(line, sizeof(line), "gpu-cli top  %s  driver %s  sorted by %s", stamp, list->driver_version,
-                 sort == CLI_SORT_UTIL ? "SM utilisation" : "memory");
+        snprintf(line, sizeof(line), "gpu-cli top  %s  driver %s  sorted by %s%s", stamp, list->driver_version,
+                 sort == CLI_SORT_UTIL ? "SM utilisation" : "memory", tty ? "  (q quit, m/u sort)" : "");
         fprintf(out, "%.*s\n\n", width, line);
         for (size_t g = 0; g < list->n; g++) {
                 const struct gh_gpu_usage *u = list->gpus[g].usage;
@@ -484,6 +487,60 @@ static void print_screen(const struct gh_gpu_list *list, enum cli_sort sort, boo
         fflush(out);
 }
 
+/* Keys: the terminal on stdin, when there is one, in non-canonical mode without echo, so a key
+ * acts at once; restored on the way out (also after Ctrl-C or SIGTERM, which only set `stop`). */
+static struct termios saved_tio;
+static bool keys_on;
+
+static void keys_start(void)
+{
+        struct termios t;
+
+        if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &saved_tio) < 0)
+                return;
+        t = saved_tio;
+        t.c_lflag &= ~(tcflag_t) (ICANON | ECHO);
+        t.c_cc[VMIN] = 1;
+        t.c_cc[VTIME] = 0;
+        keys_on = tcsetattr(STDIN_FILENO, TCSANOW, &t) == 0;
+}
+
+static void keys_end(void)
+{
+        if (keys_on)
+                tcsetattr(STDIN_FILENO, TCSANOW, &saved_tio);
+        keys_on = false;
+}
+
+/* Waits up to `seconds` for a key.  Returns the key, 0 when the time is up, -1 on quit. */
+static int wait_key(int seconds)
+{
+        struct timespec end, now;
+        unsigned char c;
+
+        clock_gettime(CLOCK_MONOTONIC, &end);
+        end.tv_sec += seconds;
+        while (!stop) {
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                long ms = (end.tv_sec - now.tv_sec) * 1000 + (end.tv_nsec - now.tv_nsec) / 1000000;
+                if (ms <= 0)
+                        return 0;
+                if (!keys_on) {
+                        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000 };
+                        nanosleep(&ts, NULL); /* EINTR: the loop looks at stop again */
+                        continue;
+                }
+                struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+                int n = poll(&pfd, 1, (int) ms);
+                if (n <= 0)
+                        continue; /* timeout (the loop returns 0) or EINTR */
+                if (read(STDIN_FILENO, &c, 1) != 1)
+                        return -1; /* the terminal went away */
+                return c;
+        }
+        return -1;
+}
+
 int cmd_top(int argc, char **argv, const struct cli_globals *g)
 {
         struct cli_usage_opts uo = { 0 };
@@ -502,25 +559,32 @@ int cmd_top(int argc, char **argv, const struct cli_globals *g)
         struct sigaction sa = { .sa_handler = on_signal };
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
+        if (tty)
+                keys_start();
+        r = CLI_EXIT_OK;
         for (long i = 0; !stop && (iterations == 0 || i < iterations); i++) {
                 _cleanup_gpu_list_ struct gh_gpu_list list = { 0 };
                 struct winsize ws = { 0 };
-                int width = 160, rows = 50;
+                int width = 160, rows = 50, key;
 
-                if (i > 0) {
-                        struct timespec ts = { .tv_sec = interval };
-                        while (!stop && nanosleep(&ts, &ts) < 0 && errno == EINTR)
-                                ;
-                        if (stop)
-                                break;
-                }
+                key = i > 0 ? wait_key(interval) : 0;
+                if (key == 'q' || key == 'Q')
+                        key = -1;
+                else if (key == 'm' || key == 'M')
+                        sort = CLI_SORT_MEMORY;
+                else if (key == 'u' || key == 'U')
+                        sort = CLI_SORT_UTIL;
+                /* any other key: a refresh now */
+                if (key < 0 || stop)
+                        break;
                 if ((r = cli_usage_load(g, &uo, "top", &list)) != CLI_EXIT_OK)
-                        return r;
+                        break;
                 if (tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
                         width = ws.ws_col;
                         rows = ws.ws_row;
                 }
                 print_screen(&list, sort, no_trunc, width, rows, tty, stdout);
         }
-        return CLI_EXIT_OK;
+        keys_end();
+        return r;
 }

@@ -140,7 +140,7 @@ t_not "metrics --listen refuses a malformed address" "$GPU_CLI" --root="$DRV" me
 if have_cmd tmux; then
         SOCK=$T/tmux.sock
         tmux -S "$SOCK" new-session -d -x 100 -y 20 -s top \
-                "unshare -m --propagation private sh -c 'mount -t proc proc $DRV/fake-proc && exec $GPU_CLI --root=$DRV top --interval=1 --state-dir=$T_RUNC_ROOT'; sleep 60"
+                "unshare -m --propagation private sh -c 'mount -t proc proc $DRV/fake-proc && exec $GPU_CLI --root=$DRV top --interval=1 --state-dir=$T_RUNC_ROOT'; echo top-exit=\$?; stty -a | tr ' ;' '\\n\\n' | grep -x -- '-\\{0,1\\}icanon'; sleep 60"
         SCREEN=
         for _ in $(seq 100); do
                 SCREEN=$(tmux -S "$SOCK" capture-pane -p -t top 2>/dev/null)
@@ -149,8 +149,25 @@ if have_cmd tmux; then
         done
         sleep 2.5 # at least one redraw
         SCREEN=$(tmux -S "$SOCK" capture-pane -p -t top)
+        # keys: u sorts by SM utilisation at once (no wait for the next refresh), q quits and gives
+        # the terminal back as it was (canonical mode)
+        tmux -S "$SOCK" send-keys -t top u
+        for _ in $(seq 25); do
+                KEYED=$(tmux -S "$SOCK" capture-pane -p -t top 2>/dev/null)
+                grep -q 'sorted by SM utilisation' <<<"$KEYED" && break
+                sleep 0.2
+        done
+        tmux -S "$SOCK" send-keys -t top q
+        for _ in $(seq 25); do
+                QUIT=$(tmux -S "$SOCK" capture-pane -p -t top 2>/dev/null)
+                grep -q 'icanon' <<<"$QUIT" && break
+                sleep 0.2
+        done
         tmux -S "$SOCK" kill-server
         t_diag "$SCREEN"
+        t_match "$(head -n1 <<<"$KEYED")" 'sorted by SM utilisation' "top: the key u sorts by SM utilisation"
+        t_match "$QUIT" '^top-exit=0$' "top: the key q quits (exit 0)"
+        t_match "$QUIT" '^icanon$' "top: after q the terminal is back in canonical mode"
         t_match "$(head -n1 <<<"$SCREEN")" '^gpu-cli top  [0-9:]+  driver 580\.95\.05  sorted by memory' "top: the header is on the first line"
         t_is "$(grep hold-fd <<<"$SCREEN" | awk '{print $2}' | tr '\n' ' ')" "$HOST_PID ${A_PID:-x} " \
                 "top: processes sorted by memory (2048 MiB before 512 MiB)"
