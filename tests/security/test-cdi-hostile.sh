@@ -119,6 +119,27 @@ for pid in $$ 0; do
         t_not "... nothing created in the rootfs" test -e "$T/plain/rootfs/usr/lib/x86_64-linux-gnu/evil"
 done
 
+# 8. the rootfs's /proc is a procfs in the hook's own mount namespace (a runtime that ran the hook
+# where it mounted the container's /proc, without a namespace of its own), but the state names a
+# process of another mount namespace: refused by the namespace comparison itself
+unshare -m --propagation private sleep 60 &
+other=$!
+for _ in $(seq 50); do
+        [ "$(readlink "/proc/$other/ns/mnt")" != "$(readlink /proc/self/ns/mnt)" ] && break
+        sleep 0.1
+done
+echo "{\"ociVersion\":\"1.0.2\",\"id\":\"x\",\"status\":\"creating\",\"pid\":$other,\"bundle\":\"$T/plain/bundle\"}" >"$T/state8.json"
+mkdir -p "$T/plain/rootfs/proc"
+unshare -m --propagation private sh -c 'mount -t proc proc "$0/proc" && exec "$1" "--root=$2" cdi-hook --mask-proc "--link=x::/usr/lib/x86_64-linux-gnu/evil8" <"$3"' \
+        "$T/plain/rootfs" "$GPU_CLI" "$T/drv" "$T/state8.json" >/dev/null 2>"$T/err8"
+rc=$?
+kill "$other" 2>/dev/null
+wait "$other" 2>/dev/null
+t_is "$rc" 1 "cdi-hook where the rootfs has a procfs but the state's process is in another mount namespace: exit 1" ||
+        t_diag_file "$T/err8"
+t_match "$(cat "$T/err8")" "not in the container's mount namespace" "... refused"
+t_not "... nothing created in the rootfs" test -L "$T/plain/rootfs/usr/lib/x86_64-linux-gnu/evil8"
+
 for n in plain etclink liblink libdir fifo; do
         ldconfig_ran "$T/$n/rootfs" && t_fail "the image's /sbin/ldconfig ran ($n)"
 done
