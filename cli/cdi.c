@@ -300,6 +300,10 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                         argv[optind]);
                 return CLI_EXIT_USAGE;
         }
+        if (o.mps_dir != NULL && o.mps_group == NULL) {
+                fprintf(stderr, "gpu-cli: cdi generate: --mps-dir is for a group's spec: give --mps-group=NAME too\n");
+                return CLI_EXIT_USAGE;
+        }
         if (gh_layout_named(layout, &o.layout, &err) < 0 || gh_cdi_check_kind(o.vendor, o.class_, &err) < 0 ||
             (o.mps_group && gh_cdi_check_mps_name(o.mps_group, &err) < 0)) {
                 fprintf(stderr, "gpu-cli: cdi generate: %s\n", err->msg);

@@ -81,6 +81,8 @@ done
 "${GEN[@]}" --mps-group=g- --output="$S/x.json" >/dev/null 2>"$T/err"
 t_match "$(cat "$T/err")" "MPS group 'g-' cannot be a CDI device: CDI device names end in a letter or digit" \
         "... a name ending in '-' is refused for CDI, saying why"
+"$CLI" --root="$DRV" cdi generate --mps-dir="$D" --output="$S/x.json" >/dev/null 2>"$T/err"
+t_is "$?" 2 "--mps-dir without --mps-group is a usage error"
 t_not "nothing was written" test -e "$S/x.json"
 "${G[@]}" start g- --device=0 >/dev/null 2>"$T/err"
 t_is "$?" 2 "mps start g- (with a spec) is refused"
