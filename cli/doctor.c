@@ -40,6 +40,7 @@ static void usage(FILE *out)
                 "  --hooks-dir=DIR       hooks.d directories to check (default the standard two; repeatable)\n"
                 "  --mps-dir=DIR         where MPS groups live (default: the configuration's mps.dir)\n"
                 "  --cdi-dir=DIR         CDI spec directories (default /etc/cdi, /var/run/cdi; repeatable)\n"
+                "  --docker-config=FILE  dockerd's configuration (default /etc/docker/daemon.json)\n"
                 "  --cgroup-manager=systemd|cgroupfs  what manages the containers' cgroups (default: systemd\n"
                 "                        when /run/systemd/system exists)\n"
                 "  --json                one JSON object: {\"target\": \"host\"|{\"pid\": int, \"container\": string|null},\n"
@@ -120,6 +121,7 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
                 { "cdi-dir", required_argument, NULL, 'D' },
                 { "cgroup-manager", required_argument, NULL, 'm' },
                 { "mps-dir", required_argument, NULL, 'M' },
+                { "docker-config", required_argument, NULL, 'K' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -162,6 +164,7 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
                                 return CLI_EXIT_USAGE;
                         break;
                 case 'f': config = optarg; break;
+                case 'K': o.docker_config = optarg; break;
                 case 'M':
                         if (optarg[0] != '/') {
                                 fprintf(stderr, "gpu-cli: doctor: --mps-dir '%s' must be an absolute path\n", optarg);

@@ -284,23 +284,99 @@ static bool on_path(const char *name, char *found, size_t size)
         return false;
 }
 
-static void check_docker(struct gh_doctor *d)
+/* dockerd's GPU runtimes from daemon.json ("runtimes": {NAME: {"path": ...}}, "default-runtime"):
+ * gpu-runtime or NVIDIA's runtime named there must be able to run, or `docker run --runtime=NAME`
+ * (every container, when it is the default) fails.  Appends what it found to `ev`; returns false
+ * after adding a failed check. */
+static bool docker_runtimes(const char *conf, struct gh_doctor *d, char *ev, size_t size)
 {
-        char dockerd[PATH_MAX], hook[PATH_MAX];
+        _cleanup_error_ gh_error_t err = NULL;
+        _cleanup_free_ char *buf = NULL;
+        _cleanup_json_ json_t *root = NULL;
+        _cleanup_close_ int fd = open(conf, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        const char *deflt, *name;
+        json_t *runtimes, *rt;
+        size_t len, used = strlen(ev);
+        bool any = false;
+
+        if (fd < 0) {
+                snprintf(ev + used, size - used, "; no %s", conf);
+                return true;
+        }
+        if (gh_read_bounded(fd, 1 << 20, &buf, &len, conf, &err) < 0 ||
+            (root = gh_json_parse(buf, len, conf, &err)) == NULL || !json_is_object(root)) {
+                gh_doctor_add(d, "docker", GH_CHECK_FAIL, "dockerd does not start with a daemon.json it cannot read.",
+                              "fix the file (or move it away and run gpu-cli setup docker)", "%s",
+                              err ? err->msg : "daemon.json is not a JSON object");
+                return false;
+        }
+        deflt = json_string_value(json_object_get(root, "default-runtime"));
+        runtimes = json_object_get(root, "runtimes");
+        if (json_is_object(runtimes)) {
+                json_object_foreach (runtimes, name, rt) {
+                        const char *path = json_string_value(json_object_get(rt, "path"));
+                        const char *base = path ? strrchr(path, '/') : NULL;
+                        bool is_default = deflt && strcmp(deflt, name) == 0;
+                        base = base ? base + 1 : path;
+                        if (base == NULL ||
+                            (strcmp(base, "gpu-runtime") != 0 && strcmp(base, "nvidia-container-runtime") != 0))
+                                continue;
+                        if (path[0] == '/' && access(path, X_OK) < 0) {
+                                char cause[256];
+                                if (is_default)
+                                        snprintf(cause, sizeof(cause),
+                                                 "daemon.json names a GPU runtime that cannot run, as the default: "
+                                                 "every docker run fails.");
+                                else
+                                        snprintf(cause, sizeof(cause),
+                                                 "daemon.json names a GPU runtime that cannot run: docker run "
+                                                 "--runtime=%.64s fails.",
+                                                 name);
+                                gh_doctor_add(
+                                        d, "docker", GH_CHECK_FAIL, cause,
+                                        "install gpu-runtime there, or run gpu-cli setup docker --runtime-path=PATH",
+                                        "%s: runtime %s: %s: %s", conf, name, path, strerror(errno));
+                                return false;
+                        }
+                        used = strlen(ev);
+                        snprintf(ev + used, size - used, "; runtime %s: %s%s", name, path,
+                                 is_default ? " (default)" : "");
+                        any = true;
+                }
+        }
+        if (!any) {
+                used = strlen(ev);
+                snprintf(ev + used, size - used, "; no GPU runtime in %s", conf);
+        }
+        return true;
+}
+
+static void check_docker(const struct gh_doctor_opts *o, struct gh_doctor *d)
+{
+        char dockerd[PATH_MAX], hook[PATH_MAX], ev[2048];
+        bool have_hook;
 
         if (!on_path("dockerd", dockerd, sizeof(dockerd))) {
                 gh_doctor_add(d, "docker", GH_CHECK_OK, NULL, NULL, "Docker is not installed");
                 return;
         }
-        if (on_path("nvidia-container-runtime-hook", hook, sizeof(hook)))
-                gh_doctor_add(d, "docker", GH_CHECK_OK, NULL, NULL, "%s; dockerd finds %s", dockerd, hook);
+        have_hook = on_path("nvidia-container-runtime-hook", hook, sizeof(hook));
+        if (have_hook)
+                snprintf(ev, sizeof(ev), "%s; dockerd finds %s", dockerd, hook);
+        else
+                snprintf(ev, sizeof(ev), "%s, no nvidia-container-runtime-hook on the standard PATH", dockerd);
+        if (!docker_runtimes(o->docker_config ? o->docker_config : "/etc/docker/daemon.json", d, ev, sizeof(ev)))
+                return;
+        if (have_hook)
+                gh_doctor_add(d, "docker", GH_CHECK_OK, NULL, NULL, "%s", ev);
         else
                 gh_doctor_add(
                         d, "docker", GH_CHECK_WARN,
                         "dockerd looks up nvidia-container-runtime-hook on its PATH when it starts; without it "
                         "'docker run --gpus' fails with 'could not select device driver \"\" with capabilities: [[gpu]]'.",
-                        "ln -s /usr/bin/gpu-hook /usr/local/bin/nvidia-container-runtime-hook, then restart dockerd",
-                        "%s, no nvidia-container-runtime-hook on the standard PATH", dockerd);
+                        "gpu-cli setup docker (or ln -s /usr/bin/gpu-hook /usr/local/bin/nvidia-container-runtime-hook), "
+                        "then restart dockerd",
+                        "%s", ev);
 }
 
 /* A CDI spec for NVIDIA GPUs names the driver's files with their version: another version is stale. */
@@ -331,15 +407,23 @@ static void check_cdi(const struct gh_doctor_opts *o, const char *version, struc
                                 size_t n = strspn(p, "0123456789.");
                                 snprintf(named, sizeof(named), "%.*s", (int) (n < 31 ? n : 31), p);
                                 if (gh_version_is_dotted(named) && strcmp(named, version) != 0) {
-                                        char cause[320];
+                                        char cause[320], fix[PATH_MAX + 160];
+                                        size_t pl = strlen(path);
                                         snprintf(cause, sizeof(cause),
                                                  "The CDI spec was written for driver %s, not the running %s, "
                                                  "so CDI containers get missing or mismatched files.",
                                                  named, version);
-                                        gh_doctor_add(
-                                                d, "cdi", GH_CHECK_WARN, cause,
-                                                "regenerate it (nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml)",
-                                                "%s names libnvidia-ml.so.%s", path, named);
+                                        /* ours are JSON; a YAML one (nvidia-ctk's) is replaced, not kept beside */
+                                        if (pl > 5 && strcmp(path + pl - 5, ".json") == 0)
+                                                snprintf(fix, sizeof(fix),
+                                                         "regenerate it: gpu-cli cdi generate --output=%s", path);
+                                        else
+                                                snprintf(fix, sizeof(fix),
+                                                         "write a current spec (gpu-cli cdi generate, to "
+                                                         "/etc/cdi/nvidia.com-gpu.json) and remove %s",
+                                                         path);
+                                        gh_doctor_add(d, "cdi", GH_CHECK_WARN, cause, fix,
+                                                      "%s names libnvidia-ml.so.%s", path, named);
                                         return;
                                 }
                         }
@@ -436,7 +520,7 @@ void gh_doctor_host(const struct gh_doctor_opts *o, struct gh_doctor *d)
         check_nvml(rootfd, o, versions_ok, d);
         check_persistenced(rootfd, d);
         check_hooks_dirs(o, d);
-        check_docker(d);
+        check_docker(o, d);
         check_cdi(o, version, d);
         check_cgroups(rootfd, &fast, o, d);
         gh_doctor_mps_host(o, d);

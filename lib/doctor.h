@@ -36,6 +36,7 @@ struct gh_doctor_opts {
         gid_t gid;
         const char *const *hooks_dirs;  /* NULL: the standard hooks.d directories */
         const char *const *cdi_dirs;    /* NULL: /etc/cdi, /var/run/cdi */
+        const char *docker_config;      /* NULL: /etc/docker/daemon.json */
         enum gh_cgroup_manager manager; /* AUTO: systemd when /run/systemd/system exists */
         const struct gh_config *config; /* the hook's configuration (policy for the decision) */
         const char *mps_dir;            /* where MPS groups live; NULL: the config's mps.dir */

@@ -21,4 +21,26 @@ __attribute__((format(printf, 1, 2), unused)) static int sh(const char *fmt, ...
         return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* The standard output of a printf-formatted shell command, malloc'ed (NULL when it cannot run). */
+__attribute__((format(printf, 1, 2), unused)) static char *sh_output(const char *fmt, ...)
+{
+        char cmd[8192], line[4096], *buf = NULL;
+        size_t len = 0;
+        FILE *out, *p;
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(cmd, sizeof(cmd), fmt, ap);
+        va_end(ap);
+        if ((p = popen(cmd, "r")) == NULL)
+                return NULL;
+        out = open_memstream(&buf, &len);
+        while (out != NULL && fgets(line, sizeof(line), p))
+                fputs(line, out);
+        pclose(p);
+        if (out != NULL)
+                fclose(out);
+        return buf;
+}
+
 #endif

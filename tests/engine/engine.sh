@@ -55,8 +55,34 @@ _engine_note_host() {
 
 dk() { docker -H "unix://$DOCKER_SOCK" "$@"; }
 
+# _daemon_ready PID LOG CMD...: waits up to 10 s for CMD to succeed while PID lives; when it does
+# not, shows LOG and returns 1.
+_daemon_ready() {
+        local pid=$1 log=$2 i
+        shift 2
+        for i in $(seq 1 100); do
+                "$@" >/dev/null 2>&1 && return 0
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.1
+        done
+        t_diag_file "$log"
+        return 1
+}
+
+# _daemon_stop PID: TERM, up to 10 s to exit, then KILL; reaped.
+_daemon_stop() {
+        local pid=$1 i
+        [ -n "$pid" ] || return 0
+        kill -TERM "$pid" 2>/dev/null
+        for i in $(seq 1 100); do
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.1
+        done
+        kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+}
+
 docker_start() {
-        local i
         [ -n "$_engine_host_leftovers" ] || _engine_note_host
         mkdir -p "$T/docker"
         PATH=$ENGINE_HOOKDIR:/usr/sbin:/usr/bin:/sbin:/bin dockerd --config-file "$1" \
@@ -64,25 +90,11 @@ docker_start() {
                 --storage-driver=vfs --data-root "$T/docker/data" --exec-root "$T/docker/exec" \
                 --pidfile "$T/docker/pid" -H "unix://$DOCKER_SOCK" >>"$T/dockerd.log" 2>&1 &
         DOCKER_PID=$!
-        for i in $(seq 1 100); do
-                dk info >/dev/null 2>&1 && return 0
-                kill -0 "$DOCKER_PID" 2>/dev/null || break
-                sleep 0.1
-        done
-        t_diag_file "$T/dockerd.log"
-        return 1
+        _daemon_ready "$DOCKER_PID" "$T/dockerd.log" dk info
 }
 
 docker_stop() {
-        local i
-        [ -n "$DOCKER_PID" ] || return 0
-        kill -TERM "$DOCKER_PID" 2>/dev/null
-        for i in $(seq 1 100); do
-                kill -0 "$DOCKER_PID" 2>/dev/null || break
-                sleep 0.1
-        done
-        kill -KILL "$DOCKER_PID" 2>/dev/null
-        wait "$DOCKER_PID" 2>/dev/null
+        _daemon_stop "$DOCKER_PID"
         DOCKER_PID=
 }
 
@@ -142,7 +154,6 @@ PY
 CTD_SOCK=$T/ctd/sock
 CTD_PID=
 containerd_start() {
-        local i
         [ -n "$_engine_host_leftovers" ] || _engine_note_host
         mkdir -p "$T/ctd"
         cat >"$T/ctd/config.toml" <<EOF
@@ -157,24 +168,10 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 EOF
         containerd --config "$T/ctd/config.toml" >>"$T/containerd.log" 2>&1 &
         CTD_PID=$!
-        for i in $(seq 1 100); do
-                ctr -a "$CTD_SOCK" version >/dev/null 2>&1 && return 0
-                kill -0 "$CTD_PID" 2>/dev/null || break
-                sleep 0.1
-        done
-        t_diag_file "$T/containerd.log"
-        return 1
+        _daemon_ready "$CTD_PID" "$T/containerd.log" ctr -a "$CTD_SOCK" version
 }
 
 containerd_stop() {
-        local i
-        [ -n "$CTD_PID" ] || return 0
-        kill -TERM "$CTD_PID" 2>/dev/null
-        for i in $(seq 1 100); do
-                kill -0 "$CTD_PID" 2>/dev/null || break
-                sleep 0.1
-        done
-        kill -KILL "$CTD_PID" 2>/dev/null
-        wait "$CTD_PID" 2>/dev/null
+        _daemon_stop "$CTD_PID"
         CTD_PID=
 }

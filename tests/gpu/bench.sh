@@ -14,20 +14,9 @@
 # rows then say so).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$here/../.." && pwd)
-KIT=${GH_KIT:-$REPO/.gpukit}
 LOCAL=0
 [ "${1:-}" = --local ] && LOCAL=1
-
-if [ -z "${GH_BUILD_DIR:-}" ] && [ -x "$KIT/bin/gpu-cli" ]; then
-        export GPU_CLI=$KIT/bin/gpu-cli GPU_HOOK=$KIT/bin/gpu-hook RUNC=$KIT/bin/runc BUSYBOX=$KIT/bin/busybox
-        [ -x "$KIT/bin/time" ] && export GH_TIME=$KIT/bin/time
-        [ "$(id -u)" -eq 0 ] && mkdir -p /run/gpukit/lib && cp -f "$KIT"/lib/*.so* /run/gpukit/lib/
-elif [ -z "${GH_BUILD_DIR:-}" ]; then
-        echo "bench: no kit at $KIT and no GH_BUILD_DIR: run tests/gpu/prepare.sh on the CPU machine first" >&2
-        exit 1
-fi
-for f in "$REPO/tests/lib.sh" "$KIT/tests/lib.sh"; do [ -f "$f" ] && { . "$f"; break; }; done
+. "$here/kit.sh"
 for f in "$REPO/bench/common.sh" "$KIT/bench/common.sh"; do [ -f "$f" ] && { . "$f"; break; }; done
 [ "$(id -u)" -eq 0 ] || { echo "bench: needs root (runc)" >&2; exit 1; }
 

@@ -13,20 +13,7 @@
 # for the same request, interleaved runs, medians (GH_CDI_RUNS, default 21).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$here/../.." && pwd)
-KIT=${GH_KIT:-$REPO/.gpukit}
-export LC_ALL=C
-
-if [ -z "${GH_BUILD_DIR:-}" ] && [ -x "$KIT/bin/gpu-cli" ]; then
-        export GPU_CLI=$KIT/bin/gpu-cli GPU_HOOK=$KIT/bin/gpu-hook RUNC=$KIT/bin/runc BUSYBOX=$KIT/bin/busybox
-        if [ "$(id -u)" -eq 0 ]; then
-                mkdir -p /run/gpukit/lib && cp -f "$KIT"/lib/*.so* /run/gpukit/lib/ 2>/dev/null
-        fi
-elif [ -z "${GH_BUILD_DIR:-}" ]; then
-        echo "Bail out! no kit at $KIT and no GH_BUILD_DIR: run tests/gpu/prepare.sh on the CPU machine first"
-        exit 1
-fi
-for f in "$REPO/tests/lib.sh" "$KIT/tests/lib.sh"; do [ -f "$f" ] && { . "$f"; break; }; done
+. "$here/kit.sh"
 for f in "$REPO/bench/common.sh" "$KIT/bench/common.sh"; do [ -f "$f" ] && { . "$f"; break; }; done
 APPLY=$REPO/tests/helpers/cdi-apply.py
 [ -f "$APPLY" ] || APPLY=$KIT/tests/helpers/cdi-apply.py
@@ -69,7 +56,6 @@ t_ok "cdi generate --check: the spec is current" "${CLI[@]}" cdi generate "--che
 
 rootfs_template=$T/rootfs-template
 make_busybox_rootfs "$rootfs_template" --glibc >"$T/rootfs.log" 2>&1 || { t_diag_file "$T/rootfs.log"; echo "Bail out! rootfs"; exit 1; }
-NVCC=$(command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc /usr/local/cuda-*/bin/nvcc 2>/dev/null | head -n 1)
 VA=
 if [ "$ROOT" = / ] && [ -n "$NVCC" ] && timeout 300 "$NVCC" -O2 -cudart static -arch=native -o "$T/vector_add" "$here/vector_add.cu" >"$T/nvcc.log" 2>&1; then
         VA=$T/vector_add

@@ -20,8 +20,8 @@
 # the programs must fail cleanly in both cases (the fake libGLX_nvidia is no Vulkan driver).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$here/../.." && pwd)
-KIT=${GH_KIT:-$REPO/.gpukit}
+GH_KIT_OPTIONAL=1
+. "$here/kit.sh"
 DEBS=$REPO/.gl
 FAKE=0
 while [ $# -gt 0 ]; do
@@ -31,14 +31,9 @@ while [ $# -gt 0 ]; do
         *) echo "usage: run-graphics.sh [--fake] [--debs DIR]" >&2; exit 2 ;;
         esac
 done
-export LC_ALL=C
 
-if [ -x "$KIT/bin/gpu-cli" ] && [ -z "${GH_BUILD_DIR:-}" ]; then
-        export GPU_CLI=$KIT/bin/gpu-cli GPU_HOOK=$KIT/bin/gpu-hook RUNC=$KIT/bin/runc BUSYBOX=$KIT/bin/busybox
+if [ "$KIT_MODE" = kit ]; then
         GFX_BIN=$KIT/graphics
-        if [ "$(id -u)" -eq 0 ]; then
-                mkdir -p /run/gpukit/lib && cp -f "$KIT"/lib/*.so* /run/gpukit/lib/
-        fi
 else
         # A build tree: GH_BUILD_DIR (meson) or the first build*/ with gpu-cli.
         b=${GH_BUILD_DIR:-$(ls -d "$REPO"/build*/cli/gpu-cli 2>/dev/null | head -n1 | sed 's|/cli/gpu-cli$||')}
@@ -46,7 +41,6 @@ else
         export GPU_CLI=$b/cli/gpu-cli GPU_HOOK=$b/hook/gpu-hook
         GFX_BIN=${GH_GFX_BIN:-}
 fi
-. "$REPO/tests/lib.sh"
 t_need_root
 t_need_cmd dpkg-deb
 

@@ -14,16 +14,9 @@
 # leaves no MPS process and removes the spec.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$here/../.." && pwd)
-KIT=${GH_KIT:-$REPO/.gpukit}
-export LC_ALL=C
-export GPU_CLI=$KIT/bin/gpu-cli GPU_HOOK=$KIT/bin/gpu-hook RUNC=$KIT/bin/runc BUSYBOX=$KIT/bin/busybox
-mkdir -p /run/gpukit/lib && cp -f "$KIT"/lib/*.so* /run/gpukit/lib/ 2>/dev/null
-. "$REPO/tests/lib.sh"
+. "$here/kit.sh"
 t_need_root
-[ -x "$GPU_CLI" ] || { echo "Bail out! no kit at $KIT: run tests/gpu/prepare.sh here first"; exit 1; }
 [ -e /dev/nvidiactl ] || t_skip_all "no NVIDIA GPU here"
-NVCC=$(command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc /usr/local/cuda-*/bin/nvcc 2>/dev/null | head -n 1)
 [ -n "$NVCC" ] || t_skip_all "no nvcc"
 
 D=$T/mps

@@ -10,23 +10,13 @@
 # written here and removed at the end.  Under meson (GH_BUILD_DIR) it uses the engine-test copy.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$here/../.." && pwd)
-KIT=${GH_KIT:-$REPO/.gpukit}
-export LC_ALL=C
-
-if [ -z "${GH_BUILD_DIR:-}" ] && [ -x "$KIT/bin/gpu-runtime" ]; then
-        export GPU_CLI=$KIT/bin/gpu-cli GPU_HOOK=$KIT/bin/gpu-hook RUNC=$KIT/bin/runc BUSYBOX=$KIT/bin/busybox
+. "$here/kit.sh"
+if [ "$KIT_MODE" = kit ]; then
         GPU_RUNTIME=$KIT/bin/gpu-runtime RT_CONFIG=/run/gpukit/config.json
-        if [ "$(id -u)" -eq 0 ]; then
-                mkdir -p /run/gpukit/lib && cp -f "$KIT"/lib/*.so* /run/gpukit/lib/ 2>/dev/null
-        fi
-elif [ -n "${GH_BUILD_DIR:-}" ]; then
-        GPU_RUNTIME=$GH_BUILD_DIR/tests/engine/gpu-runtime RT_CONFIG=$GH_BUILD_DIR/tests/engine/engine-config.json
+        [ -x "$GPU_RUNTIME" ] || { echo "Bail out! the kit at $KIT has no gpu-runtime: run tests/gpu/prepare.sh again"; exit 1; }
 else
-        echo "Bail out! no kit at $KIT (or one without gpu-runtime) and no GH_BUILD_DIR: run tests/gpu/prepare.sh first"
-        exit 1
+        GPU_RUNTIME=$GH_BUILD_DIR/tests/engine/gpu-runtime RT_CONFIG=$GH_BUILD_DIR/tests/engine/engine-config.json
 fi
-if [ -f "$REPO/tests/lib.sh" ]; then . "$REPO/tests/lib.sh"; else . "$KIT/tests/lib.sh"; fi
 
 t_need_root
 # GH_RUNTIME_DRIVER_ROOT: a driver root other than / (the fake driver, to check this script on a CPU
@@ -44,7 +34,6 @@ printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s"}, "runtime": 
 t_diag "gpu-runtime: $GPU_RUNTIME; config: $RT_CONFIG; runc: $RUNC_REAL"
 
 make_busybox_rootfs "$T/rootfs" --glibc >"$T/rootfs.log" 2>&1 || { t_diag_file "$T/rootfs.log"; echo "Bail out! no rootfs"; exit 1; }
-NVCC=$(command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc /usr/local/cuda-*/bin/nvcc 2>/dev/null | head -n 1)
 VA=
 if [ -n "$NVCC" ] && { timeout 300 "$NVCC" -O2 -cudart static -arch=native -o "$T/vector_add" "$here/vector_add.cu" ||
         timeout 300 "$NVCC" -O2 -cudart static -o "$T/vector_add" "$here/vector_add.cu"; } >"$T/nvcc.log" 2>&1; then

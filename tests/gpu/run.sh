@@ -10,31 +10,10 @@
 # feature fails, it is never skipped.  Ends with a one-line summary comment.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$here/../.." && pwd)
-KIT=${GH_KIT:-$REPO/.gpukit}
 LOCAL=0
 [ "${1:-}" = --local ] && LOCAL=1
-export LC_ALL=C
-
-if [ -z "${GH_BUILD_DIR:-}" ] && [ -x "$KIT/bin/gpu-cli" ]; then
-        MODE=kit
-        export GPU_CLI=$KIT/bin/gpu-cli GPU_HOOK=$KIT/bin/gpu-hook RUNC=$KIT/bin/runc BUSYBOX=$KIT/bin/busybox
-        [ -x "$KIT/bin/time" ] && export GH_TIME=$KIT/bin/time
-        # The kit's runc finds libseccomp through this fixed RPATH (see prepare.sh for why).
-        if [ "$(id -u)" -eq 0 ]; then
-                mkdir -p /run/gpukit/lib && cp -f "$KIT"/lib/*.so* /run/gpukit/lib/
-        fi
-elif [ -n "${GH_BUILD_DIR:-}" ]; then
-        MODE=build
-else
-        echo "Bail out! no kit at $KIT and no GH_BUILD_DIR: run tests/gpu/prepare.sh on the CPU machine first"
-        exit 1
-fi
-if [ -f "$REPO/tests/lib.sh" ]; then
-        . "$REPO/tests/lib.sh"
-else
-        . "$KIT/tests/lib.sh"
-fi
+. "$here/kit.sh"
+MODE=$KIT_MODE
 
 t_need_root
 HAVE_GPU=0
@@ -67,7 +46,6 @@ make_bundle "$T/bare" "$rootfs_template" /bin/sh -c 'echo bare-ok'
 run_runc "$T/bare" bare
 t_is "$RUN_STDOUT" bare-ok "runc runs the rootfs" || t_diag "$RUN_STDERR"
 
-NVCC=$(command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc /usr/local/cuda-*/bin/nvcc 2>/dev/null | head -n 1)
 VA=$T/vector_add
 if [ -z "$NVCC" ]; then
         t_skip "nvcc builds vector_add" "no nvcc in PATH or /usr/local/cuda*/bin"

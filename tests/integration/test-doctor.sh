@@ -40,6 +40,27 @@ for c in driver device-nodes library-version nvml persistenced hooks.d cdi cgrou
         t_match "$OUT" "^ok +$c " "host: $c is ok"
 done
 
+# ---- docker: the GPU runtimes daemon.json names (where dockerd is installed)
+mkdir -p "$T/rt" && install -m 0755 /bin/true "$T/rt/gpu-runtime"
+printf '{"runtimes": {"gpu": {"path": "%s"}, "runc2": {"path": "/usr/sbin/runc"}}, "default-runtime": "gpu"}\n' "$T/rt/gpu-runtime" >"$T/daemon-ok.json"
+printf '{"runtimes": {"gpu": {"path": "/nonexistent/gpu-runtime"}}}\n' >"$T/daemon-gone.json"
+printf '{"runtimes": {"gpu": \n' >"$T/daemon-broken.json"
+host "$DRV" --docker-config="$T/daemon-ok.json"
+if printf '%s\n' "$OUT" | grep -q '^ok +docker +Docker is not installed'; then
+        t_skip "docker: daemon.json runtimes" "dockerd is not installed"
+else
+        t_match "$OUT" "^(ok|warn) +docker .*; runtime gpu: $T/rt/gpu-runtime \\(default\\)" "docker: the default GPU runtime of daemon.json is named"
+        t_nomatch "$OUT" "runtime runc2" "docker: runtimes that are not GPU runtimes are not listed"
+        host "$DRV" --docker-config="$T/daemon-gone.json"
+        t_is "$RC" 1 "docker: a GPU runtime that cannot run fails doctor"
+        t_match "$OUT" "^fail +docker .*runtime gpu: /nonexistent/gpu-runtime: No such file" "... naming the runtime and its path"
+        t_match "$OUT" "docker run --runtime=gpu fails" "... and what fails"
+        host "$DRV" --docker-config="$T/daemon-broken.json"
+        t_match "$OUT" "^fail +docker .*daemon-broken.json" "docker: an unreadable daemon.json fails, naming it"
+        host "$DRV" --docker-config="$T/nonexistent.json"
+        t_match "$OUT" "^(ok|warn) +docker .*; no $T/nonexistent.json" "docker: no daemon.json is not a failure"
+fi
+
 R=$(copy_root nodriver) && rm "$R/proc/driver/nvidia/version"
 host "$R"
 t_is "$RC" 1 "no kernel module: doctor fails"
@@ -78,6 +99,14 @@ t_is "$RC" 0 "warnings alone do not fail doctor"
 doctor "$DRV" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi-stale" --cgroup-manager=cgroupfs
 t_match "$OUT" '^warn +cdi .*libnvidia-ml.so.570.86.10' "stale CDI spec: found"
 t_match "$OUT" 'cause: The CDI spec was written for driver 570.86.10, not the running 580.95.05' "stale CDI spec: the cause"
+t_match "$OUT" "fix: +write a current spec \\(gpu-cli cdi generate, to /etc/cdi/nvidia.com-gpu.json\\) and remove $T/cdi-stale/nvidia.yaml" \
+        "stale YAML spec (not ours): the fix writes ours and removes it"
+mkdir -p "$T/cdi-stale-json"
+printf '{"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "containerEdits": {"mounts": [{"hostPath": "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.86.10"}]}}\n' \
+        >"$T/cdi-stale-json/nvidia.com-gpu.json"
+doctor "$DRV" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi-stale-json" --cgroup-manager=cgroupfs
+t_match "$OUT" "fix: +regenerate it: gpu-cli cdi generate --output=$T/cdi-stale-json/nvidia.com-gpu.json" \
+        "stale JSON spec: the fix regenerates it in place"
 
 R=$(copy_root nochar) && rm -r "$R/dev/char"
 doctor "$R" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi" --cgroup-manager=systemd

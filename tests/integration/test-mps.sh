@@ -94,6 +94,9 @@ t_is "$(ls "$D")" g1 "failed starts leave no directory"
 t_is "$(daemons | wc -w)" 1 "... and no daemon"
 
 # --- containers join a group (annotation org.gpu-hook.mps-group; the env var only when allowed)
+# The host also has a default MPS pipe directory (a daemon outside any group): every GPU container
+# gets it, except those in a group, which must reach only their group's daemon.
+mkdir -p "$DRV/tmp/nvidia-mps" && touch "$DRV/tmp/nvidia-mps/host-default"
 t_ok "mps start team on GPU 1" "${G[@]}" start team --device=1 --memory=2G $NOCDI
 tpid=$(state pid team)
 printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s/hook.log"}, "mps": {"dir": "%s"}}\n' \
@@ -127,6 +130,8 @@ t_match "$(field shm)" "fake-mps-control.$tpid" "its /dev/shm is the group's (th
 t_match "$(field mnt)" "/tmp/nvidia-mps rw,nosuid,nodev,noexec" "the pipe directory is mounted rw,nosuid,nodev,noexec"
 t_match "$(field mnt)" "/dev/shm rw,nosuid,nodev,noexec" "the shm is mounted rw,nosuid,nodev,noexec"
 t_ok "its MPS client reached the group's daemon" grep -qx get_default_active_thread_percentage "$D/team/log/commands.log"
+t_nomatch "$(field pipe)" "host-default" "... and not the host's default pipe directory"
+t_is "$(field mnt | grep -o '/tmp/nvidia-mps ' | wc -l)" 1 "... mounted once at /tmp/nvidia-mps"
 
 mps_case all-gpus "$T/config.json" team NVIDIA_VISIBLE_DEVICES=all
 t_is "$RUN_RC" 0 "NVIDIA_VISIBLE_DEVICES=all includes the group's GPU: it joins" || t_diag "$RUN_STDERR"
@@ -142,6 +147,7 @@ mps_case env-ignored "$T/config.json" - NVIDIA_VISIBLE_DEVICES=1 GPU_HOOK_MPS_GR
 t_is "$RUN_RC" 0 "GPU_HOOK_MPS_GROUP in the image: the container starts" || t_diag "$RUN_STDERR"
 t_nomatch "$(field pipe)" "control" "... but joins no group (the variable is not accepted by default)"
 t_nomatch "$(field shm)" "fake-mps-control" "... and keeps its own /dev/shm"
+t_match "$(field pipe)" "host-default" "... and gets the host's default MPS pipe directory, like any GPU container"
 mps_case env-allowed "$T/config-env.json" - NVIDIA_VISIBLE_DEVICES=1 GPU_HOOK_MPS_GROUP=team
 t_match "$(field pipe)" "^control," "with accept-mps-group-envvar the variable joins the group"
 mps_case void "$T/config.json" team NVIDIA_VISIBLE_DEVICES=void

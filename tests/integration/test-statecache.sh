@@ -47,6 +47,21 @@ t_is "$(cli info --fast --json | grep -c '"source": "proc"')" 1 "info --fast: so
 "$GPU_CLI" --root="$R" info >/dev/null
 t_is "$(inits)" $((n + 1)) "another --root without --state-file: no cache, NVML asked"
 
+# --- another boot -------------------------------------------------------------------------------
+# Everything else unchanged, another boot id (bind-mounted over the kernel's in a private mount
+# namespace): the cache written before "the reboot" is not used.
+cli info >/dev/null
+printf '%s\n' 01234567-89ab-cdef-0123-456789abcdef >"$T/boot_id"
+after_reboot() { unshare -m sh -c 'mount --bind "$0" /proc/sys/kernel/random/boot_id && exec "$@"' "$T/boot_id" "$@"; }
+t_match "$(after_reboot "$GPU_CLI" --root="$R" --state-file="$SF" cache show | head -n1)" "stale: boot changed" \
+        "another boot id: cache show says the boot changed"
+n=$(inits)
+t_is "$(after_reboot "$GPU_CLI" --root="$R" --state-file="$SF" info --json | grep -c '"source": "nvml"')" 1 \
+        "another boot id: the answer comes from NVML, not the old cache"
+t_is "$(inits)" $((n + 1)) "another boot id: NVML started once"
+cli info >/dev/null # refilled for the real boot id: the checks below start from a fresh cache
+t_is "$(source_of)" cache "back on the real boot id: a hit again after one refill"
+
 # --- each fingerprint input -----------------------------------------------------------------------
 # changed WHAT: after a change, the next query misses, says why (cache show), answers like NVML,
 # and the query after that is a hit again.

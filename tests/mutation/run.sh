@@ -92,12 +92,12 @@ run_test() {
 
 tests_of() { "${MUTATE[@]}" list "$MUTANTS" | awk -F'\t' -v id="$1" '$1 == id { print $3 }'; }
 
-# targets_of ID: what a mutant's tests run: gpu-cli, gpu-hook and the C unit tests among them
-# (rootfs-walk is a variant of test-rootfs).  Rebuilding only these after each mutant saves relinking
-# every other test program; one that is not rebuilt is not run either.
+# targets_of ID: what a mutant's tests run: gpu-cli, gpu-hook, gpu-runtime and the C unit tests
+# among them (rootfs-walk is a variant of test-rootfs).  Rebuilding only these after each mutant
+# saves relinking every other test program; one that is not rebuilt is not run either.
 targets_of() {
         local t base
-        echo cli/gpu-cli hook/gpu-hook
+        echo cli/gpu-cli hook/gpu-hook runtime/gpu-runtime
         for t in $(tests_of "$1"); do
                 t=${t%%:*}
                 for base in "$t" "${t%-*}" "${t%-*-*}"; do

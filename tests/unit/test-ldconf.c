@@ -20,23 +20,6 @@
 
 static char T[256], ROOT[300];
 
-/* The output of a shell command. */
-static char *slurp_snapshot(const char *cmd)
-{
-        char line[4096], *buf = NULL;
-        size_t len = 0;
-        FILE *out, *p = popen(cmd, "r");
-
-        if (p == NULL)
-                return NULL;
-        out = open_memstream(&buf, &len);
-        while (fgets(line, sizeof(line), p))
-                fputs(line, out);
-        pclose(p);
-        fclose(out);
-        return buf;
-}
-
 /* The items of a text, one "D:path:flag" or "I:pattern" per line. */
 static char *parse(const char *text, size_t len)
 {
@@ -125,7 +108,7 @@ static void hostile(void)
            T, T, z, T, T, T);
         snprintf(snap, sizeof(snap),
                  "cd '%s/out' && find . -printf '%%p %%s %%T@ %%m\\n' | sort; sha256sum /etc/ld.so.cache", T);
-        before = slurp_snapshot(snap);
+        before = sh_output("%s", snap);
         sh("mkdir -p '%s/etc/ld.so.conf.d' '%s/etc/loop' '%s/etc/many' '%s/lib' '%s/usr'", ROOT, ROOT, ROOT, ROOT,
            ROOT);
         sh("cd '%s' && cp -L %s lib/ && ln -s '%s/out/conf.d' etc/abs.d && ln -s ../../../../../../../..%s/out/conf.d etc/rel.d"
@@ -162,7 +145,7 @@ static void hostile(void)
         ok(!cache_has("libout.so.1", NULL) && !cache_has(NULL, "/lib/libout"),
            "a library symlink out of the root is not followed");
         ok(!cache_has(NULL, "/lib/libfifo"), "a FIFO named like a library is not opened");
-        after = slurp_snapshot(snap);
+        after = sh_output("%s", snap);
         is_str(after, before, "nothing outside the root changed");
 }
 
