@@ -16,6 +16,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "log.h"
+#include "mps.h"
 #include "oci.h"
 #include "plan.h"
 #include "readfile.h"
@@ -44,6 +45,10 @@ static void generate_usage(FILE *out)
                 "      --hook-path=PATH       the gpu-cli the spec's createContainer hook runs (default: this one)\n"
                 "      --check=FILE           do not write: exit 0 when FILE equals what would be written now,\n"
                 "                             1 with the first difference when it is stale (e.g. a new driver)\n"
+                "      --mps-group=NAME       a spec for the running MPS group NAME only: one device, mps-NAME,\n"
+                "                             a complete GPU container in the group (its GPU, its pipe directory\n"
+                "                             and /dev/shm); default output /var/run/cdi/VENDOR-CLASS-mps-NAME.json\n"
+                "      --mps-dir=DIR          where MPS groups live (default " GH_MPS_DEFAULT_DIR ")\n"
                 "\n"
                 "The spec is JSON, which every CDI reader accepts as YAML.  cdiVersion is the lowest that\n"
                 "has what it uses (0.5.0 with index names), so podman 4.3 and later load it.\n"
@@ -70,7 +75,7 @@ static void cdi_usage(FILE *out)
                      "  list       the device names CDI specs offer (see 'gpu-cli cdi list --help')\n");
 }
 
-static int read_spec(const char *path, json_t **out, gh_error_t *err)
+int cli_cdi_read(const char *path, json_t **out, gh_error_t *err)
 {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         _cleanup_free_ char *buf = NULL;
@@ -117,8 +122,8 @@ static int make_dirs(const char *dir, gh_error_t *err)
 }
 
 /* Writes data to path through a temp file in the same directory and rename(): a runtime reading
- * the directory sees the old spec or the new one, never half of one. */
-static int write_atomic(const char *path, const char *data, size_t len, gh_error_t *err)
+ * the directory sees the old spec or the new one, never half of one.  *st: the file written. */
+static int write_atomic(const char *path, const char *data, size_t len, struct stat *st, gh_error_t *err)
 {
         _cleanup_free_ char *copy = strdup(path), *tmp = NULL;
         _cleanup_close_ int dfd = -1, fd = -1;
@@ -150,11 +155,41 @@ static int write_atomic(const char *path, const char *data, size_t len, gh_error
         if (fd < 0)
                 return gh_err(err, errno, "creating a temp file in %s", dir);
         if (fchmod(fd, 0644) < 0 || write(fd, data, len) != (ssize_t) len || fsync(fd) < 0 ||
-            renameat(dfd, tmp, dfd, base) < 0) {
+            (st != NULL && fstat(fd, st) < 0) || renameat(dfd, tmp, dfd, base) < 0) {
                 int e = errno;
                 unlinkat(dfd, tmp, 0);
                 return gh_err(err, e ? e : EIO, "writing %s", path);
         }
+        return 0;
+}
+
+static char *spec_text(json_t *spec)
+{
+        char *text = json_dumps(spec, JSON_INDENT(2)), *grown;
+
+        if (text == NULL || (grown = realloc(text, strlen(text) + 2)) == NULL) {
+                free(text);
+                return NULL;
+        }
+        return strcat(grown, "\n");
+}
+
+int cli_cdi_write(json_t *spec, const char *path, struct stat *st, gh_error_t *err)
+{
+        _cleanup_free_ char *text = spec_text(spec);
+
+        if (text == NULL)
+                return gh_err(err, ENOMEM, "writing %s", path);
+        return write_atomic(path, text, strlen(text), st, err);
+}
+
+int cli_self_path(char *buf, size_t size)
+{
+        ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+
+        if (n <= 0)
+                return -1;
+        buf[n] = '\0';
         return 0;
 }
 
@@ -173,7 +208,17 @@ static int parse_names(const char *s, unsigned *names)
 
 static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
 {
-        enum { OPT_VENDOR = 0x100, OPT_CLASS, OPT_NAMES, OPT_CAPS, OPT_LAYOUT, OPT_HOOK_PATH, OPT_CHECK };
+        enum {
+                OPT_VENDOR = 0x100,
+                OPT_CLASS,
+                OPT_NAMES,
+                OPT_CAPS,
+                OPT_LAYOUT,
+                OPT_HOOK_PATH,
+                OPT_CHECK,
+                OPT_MPS_GROUP,
+                OPT_MPS_DIR
+        };
         static const struct option opts[] = {
                 { "output", required_argument, NULL, 'o' },
                 { "vendor", required_argument, NULL, OPT_VENDOR },
@@ -183,6 +228,8 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                 { "layout", required_argument, NULL, OPT_LAYOUT },
                 { "hook-path", required_argument, NULL, OPT_HOOK_PATH },
                 { "check", required_argument, NULL, OPT_CHECK },
+                { "mps-group", required_argument, NULL, OPT_MPS_GROUP },
+                { "mps-dir", required_argument, NULL, OPT_MPS_DIR },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -235,6 +282,15 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                         o.hook_path = optarg;
                         break;
                 case OPT_CHECK: check = optarg; break;
+                case OPT_MPS_GROUP: o.mps_group = optarg; break;
+                case OPT_MPS_DIR:
+                        if (optarg[0] != '/') {
+                                fprintf(stderr, "gpu-cli: cdi generate: --mps-dir '%s' must be an absolute path\n",
+                                        optarg);
+                                return CLI_EXIT_USAGE;
+                        }
+                        o.mps_dir = optarg;
+                        break;
                 case 'h': generate_usage(stdout); return CLI_EXIT_OK;
                 default: generate_usage(stderr); return CLI_EXIT_USAGE;
                 }
@@ -244,21 +300,27 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                         argv[optind]);
                 return CLI_EXIT_USAGE;
         }
-        if (gh_layout_named(layout, &o.layout, &err) < 0 || gh_cdi_check_kind(o.vendor, o.class_, &err) < 0) {
+        if (o.mps_dir != NULL && o.mps_group == NULL) {
+                fprintf(stderr, "gpu-cli: cdi generate: --mps-dir is for a group's spec: give --mps-group=NAME too\n");
+                return CLI_EXIT_USAGE;
+        }
+        if (gh_layout_named(layout, &o.layout, &err) < 0 || gh_cdi_check_kind(o.vendor, o.class_, &err) < 0 ||
+            (o.mps_group && gh_cdi_check_mps_name(o.mps_group, &err) < 0)) {
                 fprintf(stderr, "gpu-cli: cdi generate: %s\n", err->msg);
                 return CLI_EXIT_USAGE;
         }
         if (o.hook_path == NULL) {
-                ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-                if (n <= 0) {
+                if (cli_self_path(self, sizeof(self)) < 0) {
                         fprintf(stderr,
                                 "gpu-cli: cdi generate: cannot find our own path (%m); pass --hook-path=/usr/bin/gpu-cli\n");
                         return CLI_EXIT_FAILURE;
                 }
-                self[n] = '\0';
                 o.hook_path = self;
         }
-        if (output == NULL && asprintf(&output, "/etc/cdi/%s-%s.json", o.vendor, o.class_) < 0)
+        if (output == NULL && o.mps_group != NULL) {
+                if (asprintf(&output, CLI_CDI_MPS_SPEC_FMT, o.vendor, o.class_, o.mps_group) < 0)
+                        return CLI_EXIT_FAILURE;
+        } else if (output == NULL && asprintf(&output, "/etc/cdi/%s-%s.json", o.vendor, o.class_) < 0)
                 return CLI_EXIT_FAILURE;
 
         if (gh_cdi_generate(&o, &spec, &err) < 0) {
@@ -266,7 +328,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                 return gh_error_exit_status(err);
         }
         if (check != NULL) {
-                if (read_spec(check, &old, &err) < 0) {
+                if (cli_cdi_read(check, &old, &err) < 0) {
                         fprintf(stderr, "gpu-cli: cdi generate --check: %s\n", err->msg);
                         return CLI_EXIT_FAILURE;
                 }
@@ -279,12 +341,11 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                 printf("%s is current\n", check);
                 return CLI_EXIT_OK;
         }
-        text = json_dumps(spec, JSON_INDENT(2));
-        if (text == NULL || (text = realloc(text, strlen(text) + 2)) == NULL) {
+        text = spec_text(spec);
+        if (text == NULL) {
                 fprintf(stderr, "gpu-cli: cdi generate: out of memory\n");
                 return CLI_EXIT_FAILURE;
         }
-        strcat(text, "\n");
         if (strcmp(output, "-") == 0) {
                 if (fputs(text, stdout) == EOF || fflush(stdout) == EOF) {
                         fprintf(stderr, "gpu-cli: cdi generate: writing to stdout: %m\n");
@@ -292,7 +353,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                 }
                 return CLI_EXIT_OK;
         }
-        if (write_atomic(output, text, strlen(text), &err) < 0) {
+        if (write_atomic(output, text, strlen(text), NULL, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi generate: %s\n", err->msg);
                 return CLI_EXIT_FAILURE;
         }
@@ -307,7 +368,7 @@ static int list_file(const char *path, bool json, json_t *out, gh_error_t *err)
         json_t *d;
         size_t i;
 
-        if (read_spec(path, &spec, err) < 0)
+        if (cli_cdi_read(path, &spec, err) < 0)
                 return -1;
         json_array_foreach (json_object_get(spec, "devices"), i, d) {
                 const char *name = json_string_value(json_object_get(d, "name"));

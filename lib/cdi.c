@@ -15,6 +15,7 @@
 #include "driver.h"
 #include "gpus.h"
 #include "log.h"
+#include "mps.h"
 #include "oci.h"
 #include "plan.h"
 #include "request.h"
@@ -27,6 +28,8 @@ struct cdi_ctx {
         struct gh_driver *drv;
         struct gh_gpu_list gpus;
         struct gh_plan common; /* the plan without any GPU: control nodes, files, links, libraries */
+        struct gh_plan group;  /* an MPS group's spec: the plan of its GPU with the group joined */
+        bool has_group;
 };
 
 static bool is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
@@ -44,6 +47,22 @@ static bool valid_name(const char *s, const char *extra)
                 if (!is_alnum(s[i]) && strchr(extra, s[i]) == NULL)
                         return false;
         return true;
+}
+
+int gh_cdi_check_mps_name(const char *group, gh_error_t *err)
+{
+        char name[GH_MPS_NAME_MAX + sizeof(GH_CDI_MPS_PREFIX)];
+
+        if (gh_mps_name_check(group, err) < 0)
+                return gh_err_kind(err, GH_ERR_USAGE);
+        snprintf(name, sizeof(name), GH_CDI_MPS_PREFIX "%s", group);
+        if (!valid_name(name, "_-.:"))
+                return gh_err(err, EINVAL,
+                              "MPS group '%s' cannot be a CDI device: CDI device names end in a letter or digit; "
+                              "start the group under another name",
+                              group),
+                       gh_err_kind(err, GH_ERR_USAGE);
+        return 0;
 }
 
 int gh_cdi_check_kind(const char *vendor, const char *class_, gh_error_t *err)
@@ -127,6 +146,39 @@ static json_t *mount_options(unsigned flags)
         return a;
 }
 
+/* A bind mount of a planned file or directory.  An MPS group's directories are host paths, the
+ * driver's files are under the driver root. */
+static json_t *mount_entry(const struct cdi_ctx *c, const struct gh_item *it)
+{
+        json_t *m = json_object();
+        char hp[PATH_MAX];
+
+        if (it->host_src)
+                snprintf(hp, sizeof(hp), "%s", it->src);
+        else
+                host_path(c->o->root, it->src, hp, sizeof(hp));
+        if (set_new(m, "hostPath", json_string(hp)) < 0 || set_new(m, "containerPath", json_string(it->dst)) < 0 ||
+            set_new(m, "options", mount_options(it->flags)) < 0) {
+                json_decref(m);
+                return NULL;
+        }
+        return m;
+}
+
+static bool is_mount(const struct gh_item *it) { return it->kind == GH_ITEM_FILE || it->kind == GH_ITEM_DIR; }
+
+/* The same mount: same source, destination and flags. */
+static bool mount_planned(const struct gh_plan *plan, const struct gh_item *it)
+{
+        for (size_t i = 0; i < plan->n; i++) {
+                const struct gh_item *p = &plan->items[i];
+                if (is_mount(p) && p->kind == it->kind && p->host_src == it->host_src && p->flags == it->flags &&
+                    strcmp(p->dst, it->dst) == 0 && strcmp(p->src, it->src) == 0)
+                        return true;
+        }
+        return false;
+}
+
 static bool planned(const struct gh_plan *plan, const char *dst)
 {
         for (size_t i = 0; i < plan->n; i++)
@@ -206,7 +258,6 @@ static json_t *common_edits(const struct cdi_ctx *c, gh_error_t *err)
 {
         const struct gh_plan *p = &c->common;
         json_t *e = json_object(), *env = json_array(), *mounts = json_array(), *hooks = json_array(), *nodes;
-        char hp[PATH_MAX];
 
         if (e == NULL || set_new(e, "env", env) < 0)
                 goto nomem;
@@ -220,15 +271,13 @@ static json_t *common_edits(const struct cdi_ctx *c, gh_error_t *err)
                 goto nomem;
         for (size_t i = 0; i < p->n; i++) {
                 const struct gh_item *it = &p->items[i];
-                json_t *m;
 
-                if (it->kind != GH_ITEM_FILE && it->kind != GH_ITEM_DIR)
+                if (!is_mount(it))
                         continue;
-                host_path(c->o->root, it->src, hp, sizeof(hp));
-                m = json_object();
-                if (append_new(mounts, m) < 0 || set_new(m, "hostPath", json_string(hp)) < 0 ||
-                    set_new(m, "containerPath", json_string(it->dst)) < 0 ||
-                    set_new(m, "options", mount_options(it->flags)) < 0)
+                /* a group's spec: not what joining the group leaves out (the host's MPS pipe directory) */
+                if (c->has_group && !mount_planned(&c->group, it))
+                        continue;
+                if (append_new(mounts, mount_entry(c, it)) < 0)
                         goto nomem;
         }
         if (set_new(e, "hooks", hooks) < 0 || append_new(hooks, hook(c)) < 0)
@@ -271,6 +320,61 @@ out:
         return r;
 }
 
+/* The device mps-NAME of an MPS group: the group GPU's nodes and the group's directories, what the
+ * plan of that GPU with the group joined has beyond the common plan.  The plan stays in c->group:
+ * the common edits leave out what it does not have. */
+static int add_group_device(struct cdi_ctx *c, json_t *devices, const struct gh_mps_group *g, gh_error_t *err)
+{
+        _cleanup_request_ struct gh_request req = GH_REQUEST_INIT;
+        _cleanup_free_ char *name = NULL;
+        json_t *d, *edits, *nodes, *mounts;
+
+        if (asprintf(&name, GH_CDI_MPS_PREFIX "%s", g->name) < 0)
+                return gh_err(err, ENOMEM, "writing the CDI spec");
+        req.caps = c->o->caps;
+        req.uid = c->o->uid;
+        req.gid = c->o->gid;
+        req.mps_group = strdup(g->name);
+        req.mps_dir = c->o->mps_dir ? strdup(c->o->mps_dir) : NULL;
+        if (req.mps_group == NULL || (c->o->mps_dir && req.mps_dir == NULL))
+                return gh_err(err, ENOMEM, "writing the CDI spec");
+        if (gh_request_set_devices(&req, g->gpu_uuid, err) < 0 ||
+            gh_plan_build(c->droot, c->drv, &c->gpus, &req, &c->o->layout, &c->group, err) < 0)
+                return gh_err_wrap(err, "CDI device '%s'", name);
+        c->has_group = true;
+        nodes = device_nodes(c, &c->group, &c->common, err);
+        if (nodes == NULL)
+                return -1;
+        d = json_object();
+        edits = json_object();
+        mounts = json_array();
+        if (append_new(devices, d) < 0 || set_new(d, "name", json_string(name)) < 0 ||
+            set_new(d, "containerEdits", edits) < 0 || set_new(edits, "deviceNodes", nodes) < 0 ||
+            set_new(edits, "mounts", mounts) < 0)
+                return gh_err(err, ENOMEM, "writing the CDI spec");
+        for (size_t i = 0; i < c->group.n; i++) {
+                const struct gh_item *it = &c->group.items[i];
+                if (is_mount(it) && !mount_planned(&c->common, it) && append_new(mounts, mount_entry(c, it)) < 0)
+                        return gh_err(err, ENOMEM, "writing the CDI spec");
+        }
+        return 0;
+}
+
+/* The MPS group a group's spec is for: it must exist and run. */
+static int load_group(const struct gh_cdi_opts *o, struct gh_mps_group *g, gh_error_t *err)
+{
+        if (gh_cdi_check_mps_name(o->mps_group, err) < 0)
+                return -1;
+        if (gh_mps_load(o->mps_dir, o->mps_group, g, err) < 0)
+                return -1;
+        if (!g->alive)
+                return gh_err(err, 0,
+                              "MPS group '%s' is not running (its daemon %d is gone); restart it: gpu-cli mps stop "
+                              "%s, then mps start",
+                              g->name, (int) g->pid, g->name);
+        return 0;
+}
+
 static int add_devices(const struct cdi_ctx *c, json_t *devices, gh_error_t *err)
 {
         unsigned names = c->o->names;
@@ -299,12 +403,13 @@ int gh_cdi_generate(const struct gh_cdi_opts *o, json_t **out, gh_error_t *err)
         _cleanup_request_ struct gh_request req = GH_REQUEST_INIT;
         struct cdi_ctx c = { .o = o, .droot = -1 };
         struct gh_driver_opts dopts;
+        struct gh_mps_group group;
         json_t *spec = NULL, *devices = NULL, *edits = NULL;
         char kind[512];
         int r = -1;
 
         *out = NULL;
-        if (gh_cdi_check_kind(o->vendor, o->class_, err) < 0)
+        if (gh_cdi_check_kind(o->vendor, o->class_, err) < 0 || (o->mps_group && load_group(o, &group, err) < 0))
                 return -1;
         c.droot = gh_rootfs_open(o->root, err);
         if (c.droot < 0)
@@ -315,8 +420,10 @@ int gh_cdi_generate(const struct gh_cdi_opts *o, json_t **out, gh_error_t *err)
         gh_plan_driver_opts(&req, o->ldcache, o->path, &dopts);
         if (gh_driver_discover(c.droot, &dopts, &c.drv, err) < 0)
                 goto out;
-        /* Every GPU and MIG device: the list "all" loads (NVML only when there are MIG instances). */
-        if (gh_request_set_devices(&req, "all", err) < 0 || gh_plan_load_gpus(c.droot, &req, &c.gpus, err) < 0)
+        /* Every GPU and MIG device: the list "all" loads (NVML only when there are MIG instances); a
+         * group's spec needs its GPU only. */
+        if (gh_request_set_devices(&req, o->mps_group ? group.gpu_uuid : "all", err) < 0 ||
+            gh_plan_load_gpus(c.droot, &req, &c.gpus, err) < 0)
                 goto out;
         if (gh_request_set_devices(&req, "none", err) < 0 ||
             gh_plan_build(c.droot, c.drv, &c.gpus, &req, &o->layout, &c.common, err) < 0)
@@ -327,7 +434,7 @@ int gh_cdi_generate(const struct gh_cdi_opts *o, json_t **out, gh_error_t *err)
                 gh_err(err, ENOMEM, "writing the CDI spec");
                 goto out;
         }
-        if (add_devices(&c, devices, err) < 0)
+        if (o->mps_group ? add_group_device(&c, devices, &group, err) < 0 : add_devices(&c, devices, err) < 0)
                 goto out;
         edits = common_edits(&c, err);
         if (edits == NULL)
@@ -347,6 +454,7 @@ out:
         json_decref(devices);
         json_decref(edits);
         gh_plan_free(&c.common);
+        gh_plan_free(&c.group);
         gh_gpu_list_free(&c.gpus);
         if (c.drv)
                 gh_driver_free(c.drv);

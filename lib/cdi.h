@@ -7,6 +7,11 @@
  * device nodes its plan has beyond the common ones.  Every part comes from gh_plan_build() for the
  * same request the hook path would build: the two writers cannot disagree on a file.
  *
+ * A spec for an MPS group (mps_group set; docs/cdi.md) has one device, mps-NAME: the plan of the
+ * group's GPU with the group joined.  Its common edits are the common plan's less what joining a
+ * group takes away (the host's default MPS pipe directory); the device adds the GPU's nodes and
+ * the group's pipe and shm directories, mounted from their host paths.
+ *
  * The document is JSON (a subset of YAML, so any CDI reader takes it).  cdiVersion is the lowest
  * that has every feature used: 0.3.0, or 0.5.0 when a device name starts with a digit or a device
  * node has a hostPath (a driver root other than /). */
@@ -37,7 +42,15 @@ struct gh_cdi_opts {
         struct gh_layout layout;
         uid_t uid; /* identity of the driver service (NVML, for MIG devices); -1: overflow */
         gid_t gid;
+        const char *mps_group; /* a spec for this MPS group only (NULL: the spec of every GPU) */
+        const char *mps_dir;   /* where MPS groups live (NULL: GH_MPS_DEFAULT_DIR) */
 };
+
+#define GH_CDI_MPS_PREFIX "mps-"
+
+/* Checks that an MPS group's device name (mps-NAME) is a valid CDI device name: CDI names end in a
+ * letter or digit, MPS group names may end in '.', '-' or '_'.  A usage error names the group. */
+int gh_cdi_check_mps_name(const char *group, gh_error_t *err);
 
 /* Validates a vendor ("nvidia.com") or class ("gpu") name as CDI does; -1 with a message naming it. */
 int gh_cdi_check_kind(const char *vendor, const char *class_, gh_error_t *err);

@@ -773,6 +773,12 @@ int gh_mps_stop(const char *dir, const char *name, const char *control, int time
                 gh_err(err, 0, "no MPS group '%s' (see 'gpu-cli mps list')", name);
                 return gh_err_code(err, ENOENT);
         }
+        /* its CDI device goes first: no new container asks for a group that is stopping */
+        {
+                _cleanup_error_ gh_error_t e = NULL;
+                if (gh_mps_cdi_remove(dir, name, &e) < 0)
+                        gh_warn("%s", e->msg);
+        }
         if (gh_mps_load(dir, name, &g, err) < 0) {
                 /* a group whose start was interrupted: clean up what is there */
                 gh_warn("%s; removing what is left of it", (*err)->msg);

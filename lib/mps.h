@@ -8,6 +8,8 @@
  *   pipe/     CUDA_MPS_PIPE_DIRECTORY of the daemon; a container of the group gets it at
  *             /tmp/nvidia-mps
  *   log/      CUDA_MPS_LOG_DIRECTORY (and the daemon's stdout/stderr in gpu-cli.log)
+ *   cdi-spec  the CDI spec `gpu-cli mps start` wrote for the group (mps-cdi.c): path, kind, device
+ *             and inode of the file, so that stop removes that file and no other
  *   shm/      a tmpfs the daemon sees as /dev/shm (its own mount namespace); a container of the
  *             group gets it at /dev/shm
  * The daemon runs `nvidia-cuda-mps-control -f` from the driver, in a new session and a private
@@ -15,6 +17,7 @@
 #ifndef GH_MPS_H
 #define GH_MPS_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -79,6 +82,24 @@ int gh_mps_control(const char *dir, const char *name, const char *control, const
 /* The pids of a group's connected clients (get_server_list, then get_client_list of each server),
  * as the daemon reports them (host pids); *pids is NULL when n is 0 (caller frees). */
 int gh_mps_clients(const char *dir, const char *name, const char *control, pid_t **pids, size_t *n, gh_error_t *err);
+
+/* The CDI spec written for a group (lib/mps-cdi.c). */
+struct gh_mps_cdi {
+        char path[PATH_MAX];
+        char kind[256]; /* VENDOR/CLASS: the device is KIND=mps-NAME */
+        dev_t dev;      /* the file written (a file put in its place since is not ours) */
+        ino_t ino;
+};
+
+/* Records in the group's directory the spec written for it. */
+int gh_mps_cdi_record(const char *dir, const char *name, const struct gh_mps_cdi *c, gh_error_t *err);
+
+/* The spec recorded for a group: 1 with *c filled, 0 when none is recorded, -1 on error. */
+int gh_mps_cdi_load(const char *dir, const char *name, struct gh_mps_cdi *c, gh_error_t *err);
+
+/* Removes the recorded spec when that file is still the one written (same device and inode, a
+ * regular file); a file that is gone is no error, one replaced since is left alone with an error. */
+int gh_mps_cdi_remove(const char *dir, const char *name, gh_error_t *err);
 
 /* The host path of nvidia-cuda-mps-control of the driver under root (rootfd open on it). */
 int gh_mps_find_control(int rootfd, const char *root, const char *ldcache, char **path, gh_error_t *err);

@@ -633,6 +633,31 @@ cdi_install() {
                 mv -f "$d/.${2:-$(basename "$1")}.tmp" "$d/${2:-$(basename "$1")}"
 }
 
+# cdi_validate SPEC: prints "valid" when SPEC validates against the official CDI schema (Debian's
+# CDI package, CDI_SCHEMA), else the validator's error.  Its top level does not describe
+# containerEdits: those are checked against the schema's own containerEdits definition.
+# cdi_can_validate: true when the schema and python3-jsonschema are there.
+CDI_SCHEMA=${CDI_SCHEMA:-/usr/share/gocode/src/github.com/container-orchestrated-devices/container-device-interface/schema}
+cdi_can_validate() { [ -f "$CDI_SCHEMA/schema.json" ] && "$GH_PYTHON" -c 'import jsonschema' 2>/dev/null; }
+cdi_validate() {
+        "$GH_PYTHON" - "$CDI_SCHEMA" "$1" <<'EOF' 2>&1
+import json, os, sys, warnings
+warnings.simplefilter("ignore")
+import jsonschema
+d, f = sys.argv[1:]
+schema = json.load(open(os.path.join(d, "schema.json")))
+defs = json.load(open(os.path.join(d, "defs.json")))
+base = "file://" + os.path.abspath(d) + "/"
+store = {base + "defs.json": defs, base + "schema.json": schema}
+spec = json.load(open(f))
+resolver = jsonschema.RefResolver(base_uri=base + "schema.json", referrer=schema, store=store)
+jsonschema.Draft7Validator(schema, resolver=resolver).validate(spec)
+edits = {"$ref": "defs.json#/definitions/containerEdits"}
+jsonschema.Draft7Validator(edits, resolver=jsonschema.RefResolver(base_uri=base + "x.json", referrer=edits, store=store)).validate(spec.get("containerEdits", {}))
+print("valid")
+EOF
+}
+
 _gh_cdi_restore() {
         local d n=0
         [ -n "$_GH_CDI_LOCK_FD" ] || return 0

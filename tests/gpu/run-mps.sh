@@ -9,7 +9,9 @@
 # org.gpu-hook.mps-group) cannot allocate 6 GiB but can allocate 2 GiB; a container outside the
 # group allocates 6 GiB; two containers in the group run at once and are its clients (mps list,
 # gpu-cli ps under their container ids, doctor's mps-group check); mps list's compute mode agrees
-# with nvidia-smi; stop leaves no MPS process.
+# with nvidia-smi; the group's CDI spec (nvidia.com/gpu=mps-g4, applied to a runc bundle by
+# tests/helpers/cdi-apply.py: this machine has no podman) gives a container the same limit; stop
+# leaves no MPS process and removes the spec.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/kit.sh"
@@ -39,7 +41,8 @@ bundle() {
         bundle_add_hook "$T/$name" createRuntime "$GPU_HOOK" "--config=$T/config.json" createRuntime
 }
 
-t_ok "mps start g4 --device=0 --memory=4G" "${G[@]}" start g4 --device=0 --memory=4G
+CDI_SPEC=$T/cdi/nvidia.com-gpu-mps-g4.json
+t_ok "mps start g4 --device=0 --memory=4G" "${G[@]}" start g4 --device=0 --memory=4G --cdi-spec="$CDI_SPEC"
 t_diag "$("${G[@]}" list 2>&1)" "pipe: $(ls "$D/g4/pipe" 2>&1 | tr '\n' ' ')" "log: $(tail -n 5 "$D"/g4/log/*.log 2>&1)"
 
 bundle in6 g4 /usr/local/bin/mps_alloc 6144
@@ -51,6 +54,22 @@ t_match "$RUN_STDOUT" "mps_alloc 2048 MiB: ok" "in the 4G group: 2 GiB works" ||
 bundle out6 - /usr/local/bin/mps_alloc 6144
 run_runc "$T/out6" out6
 t_match "$RUN_STDOUT" "mps_alloc 6144 MiB: ok" "outside the group: 6 GiB works" || t_diag "$RUN_STDERR"
+
+# the same group through its CDI spec alone: no hook, no annotation
+APPLY=$REPO/tests/helpers/cdi-apply.py
+[ -f "$APPLY" ] || APPLY=$KIT/tests/helpers/cdi-apply.py
+t_ok "mps start wrote the group's CDI spec" test -f "$CDI_SPEC"
+for n in 6144 2048; do
+        cp -a "$T/tmpl" "$T/cdi$n-rootfs"
+        make_bundle "$T/cdi$n" "$T/cdi$n-rootfs" /usr/local/bin/mps_alloc "$n"
+        if "$GH_PYTHON" "$APPLY" --spec "$CDI_SPEC" "$T/cdi$n" nvidia.com/gpu=mps-g4 2>"$T/apply.err"; then
+                run_runc "$T/cdi$n" "cdi$n"
+        else
+                RUN_STDOUT= RUN_STDERR=$(cat "$T/apply.err")
+        fi
+        want=$([ "$n" = 6144 ] && echo FAIL || echo ok)
+        t_match "$RUN_STDOUT" "mps_alloc $n MiB: $want" "CDI nvidia.com/gpu=mps-g4: $n MiB: $want" || t_diag "$RUN_STDERR"
+done
 
 # two containers of the group at once, each holding 1 GiB for 15 s
 bundle a g4 /usr/local/bin/mps_alloc 1024 15
@@ -89,4 +108,5 @@ sleep 0.5
 # zombies do not count: PID 1 of the GPU machine's VM does not always reap orphans
 t_is "$(ps -eo stat=,comm= | awk '$1 !~ /^Z/ && $2 ~ /^nvidia-cuda-mps/' | wc -l)" 0 "no MPS process is left (zombies aside)" || t_diag "$(pgrep -fa nvidia-cuda-mps; ps -eo pid,ppid,sid,stat,args | grep -i mps)"
 t_is "$(ls "$D")" "" "no group directory is left"
+t_not "mps stop removed the group's CDI spec" test -e "$CDI_SPEC"
 t_done

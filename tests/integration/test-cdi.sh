@@ -7,7 +7,6 @@
 t_need_root
 MKROOT=$GH_SOURCE_DIR/tests/fake-driver/make-root.sh
 PROFILES=$GH_SOURCE_DIR/tests/fake-driver/profiles
-CDI_SCHEMA=${CDI_SCHEMA:-/usr/share/gocode/src/github.com/container-orchestrated-devices/container-device-interface/schema}
 
 mkroot() {
         local dir=$1
@@ -90,27 +89,9 @@ t_match "$(cat "$T/err")" "invalid vendor '-bad'" "... naming it"
 t_is "$?" 3 "no driver under --root: exit 3"
 t_not "... and no spec is written" test -e "$T/none.json"
 
-# The official schema (Debian's CDI package).  Its top level does not describe containerEdits:
-# those are checked against the schema's own containerEdits definition.
-validate() {
-        "$GH_PYTHON" - "$CDI_SCHEMA" "$1" <<'EOF' 2>&1
-import json, os, sys, warnings
-warnings.simplefilter("ignore")
-import jsonschema
-d, f = sys.argv[1:]
-schema = json.load(open(os.path.join(d, "schema.json")))
-defs = json.load(open(os.path.join(d, "defs.json")))
-base = "file://" + os.path.abspath(d) + "/"
-store = {base + "defs.json": defs, base + "schema.json": schema}
-spec = json.load(open(f))
-resolver = jsonschema.RefResolver(base_uri=base + "schema.json", referrer=schema, store=store)
-jsonschema.Draft7Validator(schema, resolver=resolver).validate(spec)
-edits = {"$ref": "defs.json#/definitions/containerEdits"}
-jsonschema.Draft7Validator(edits, resolver=jsonschema.RefResolver(base_uri=base + "x.json", referrer=edits, store=store)).validate(spec.get("containerEdits", {}))
-print("valid")
-EOF
-}
-if [ -f "$CDI_SCHEMA/schema.json" ] && "$GH_PYTHON" -c 'import jsonschema' 2>/dev/null; then
+# The official schema (Debian's CDI package): cdi_validate (tests/lib.sh).
+validate() { cdi_validate "$1"; }
+if cdi_can_validate; then
         for p in default mig 64 local uuid util; do
                 t_is "$(validate "$T/spec-$p.json")" valid "spec ($p) validates against the official CDI schema"
         done

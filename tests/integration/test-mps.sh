@@ -18,6 +18,8 @@ json.dump(p, sys.stdout)' "$GH_SOURCE_DIR/tests/fake-driver/profiles/default.jso
 bash "$MKROOT" "$DRV" --profile "$T/profile.json" >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_fail "make-root.sh"; t_done; }
 D=$T/mps
 G=("$CLI" --root="$DRV" mps --dir="$D")
+# start writes a CDI spec to /var/run/cdi by default: not here (test-mps-cdi.sh tests the specs)
+NOCDI=--cdi-spec=none
 UUID0=$(sed -n 's/^GPU UUID:[[:space:]]*//p' "$DRV"/proc/driver/nvidia/gpus/$(ls "$DRV/proc/driver/nvidia/gpus" | sort | head -n1)/information)
 UUID1=$(sed -n 's/^GPU UUID:[[:space:]]*//p' "$DRV"/proc/driver/nvidia/gpus/$(ls "$DRV/proc/driver/nvidia/gpus" | sort | sed -n 2p)/information)
 host_mountinfo_snapshot "$T/mi-before"
@@ -35,7 +37,7 @@ daemons() { # ours only: other test runs may have daemons of their own
 state() { sed -n "s/^$1=//p" "$D/$2/group"; }
 
 # --- start with limits
-t_ok "mps start g1 on GPU 1 with --threads=30 --memory=4G" "${G[@]}" start g1 --device=1 --threads=30 --memory=4G
+t_ok "mps start g1 on GPU 1 with --threads=30 --memory=4G" "${G[@]}" start g1 --device=1 --threads=30 --memory=4G $NOCDI
 pid=$(state pid g1)
 t_ok "the daemon runs (pid $pid)" kill -0 "$pid"
 t_is "$(tr '\0' ' ' </proc/$pid/cmdline)" "nvidia-cuda-mps-control -f " "it is the driver's control program in the foreground"
@@ -53,7 +55,7 @@ t_is "$(stat -c %a "$D/g1")" 755 "the group directory is 0755"
 
 # --- list
 out=$("${G[@]}" list)
-t_match "$out" "^g1 +1 +Exclusive_Process +30% +4096M +$pid +alive +-\$" "list shows the group, its GPU, the GPU's compute mode, limits, pid and no clients"
+t_match "$out" "^g1 +1 +Exclusive_Process +30% +4096M +$pid +alive +- +-\$" "list shows the group, its GPU, the GPU's compute mode, limits, pid and no clients"
 t_is "$("${G[@]}" list --json | python3 -c 'import json,sys; g=json.load(sys.stdin)[0]; print(g["name"], g["gpu_uuid"], g["compute_mode"], g["threads"], g["memory_mib"], g["alive"], g["clients"])')" \
         "g1 $UUID1 Exclusive_Process 30 4096 True []" "list --json"
 # a client that stays connected is listed
@@ -65,28 +67,28 @@ t_match "$("${G[@]}" list --json | tr -d ' \n')" "\"clients\":\[$client\]" "a co
 kill "$client" 2>/dev/null; wait "$holder" 2>/dev/null
 
 # --- refusals leave nothing behind
-t_not "a second group of the same name is refused" "${G[@]}" start g1 --device=0
-t_match "$("${G[@]}" start g1 --device=0 2>&1)" "MPS group 'g1' exists; stop it first" "... saying so"
+t_not "a second group of the same name is refused" "${G[@]}" start g1 --device=0 $NOCDI
+t_match "$("${G[@]}" start g1 --device=0 $NOCDI 2>&1)" "MPS group 'g1' exists; stop it first" "... saying so"
 t_is "$(daemons | wc -w)" 1 "... and starts no second daemon"
 for bad in ../x a/b "" .hidden -x "$(printf 'x%.0s' $(seq 65))" 'a b' 'g;rm'; do
-        t_not "name '$bad' refused" "${G[@]}" start "$bad" --device=0
+        t_not "name '$bad' refused" "${G[@]}" start "$bad" --device=0 $NOCDI
 done
 t_is "$(ls "$D")" g1 "no directory was created for a refused name"
-t_not "an unknown device is refused" "${G[@]}" start g2 --device=7
-t_match "$("${G[@]}" start g2 --device=GPU-nope 2>&1)" "unknown device 'GPU-nope'" "... naming the device"
-t_not "all is refused (one GPU per group)" "${G[@]}" start g2 --device=all
-t_not "--threads=0 is refused" "${G[@]}" start g2 --device=0 --threads=0
-t_not "--threads=101 is refused" "${G[@]}" start g2 --device=0 --threads=101
-t_not "--memory=lots is refused" "${G[@]}" start g2 --device=0 --memory=lots
+t_not "an unknown device is refused" "${G[@]}" start g2 --device=7 $NOCDI
+t_match "$("${G[@]}" start g2 --device=GPU-nope $NOCDI 2>&1)" "unknown device 'GPU-nope'" "... naming the device"
+t_not "all is refused (one GPU per group)" "${G[@]}" start g2 --device=all $NOCDI
+t_not "--threads=0 is refused" "${G[@]}" start g2 --device=0 --threads=0 $NOCDI
+t_not "--threads=101 is refused" "${G[@]}" start g2 --device=0 --threads=101 $NOCDI
+t_not "--memory=lots is refused" "${G[@]}" start g2 --device=0 --memory=lots $NOCDI
 t_not "--device is required" "${G[@]}" start g2
 t_is "$(ls "$D")" g1 "nothing was created by the refused starts"
 
 # --- a daemon that dies at once, and one that refuses the limits
 echo die >"$DRV/usr/bin/.fake-mps-mode"
-t_not "a daemon that exits at once fails the start" "${G[@]}" start g3 --device=0
-t_match "$("${G[@]}" start g3 --device=0 2>&1)" "exited at once: fake nvidia-cuda-mps-control: told to die" "... quoting its last log line"
+t_not "a daemon that exits at once fails the start" "${G[@]}" start g3 --device=0 $NOCDI
+t_match "$("${G[@]}" start g3 --device=0 $NOCDI 2>&1)" "exited at once: fake nvidia-cuda-mps-control: told to die" "... quoting its last log line"
 echo refuse-limits >"$DRV/usr/bin/.fake-mps-mode"
-t_match "$("${G[@]}" start g3 --device=0 --threads=50 2>&1)" "refused the limits of group 'g3': Error: invalid value" "refused limits fail the start"
+t_match "$("${G[@]}" start g3 --device=0 --threads=50 $NOCDI 2>&1)" "refused the limits of group 'g3': Error: invalid value" "refused limits fail the start"
 rm -f "$DRV/usr/bin/.fake-mps-mode"
 t_is "$(ls "$D")" g1 "failed starts leave no directory"
 t_is "$(daemons | wc -w)" 1 "... and no daemon"
@@ -95,7 +97,7 @@ t_is "$(daemons | wc -w)" 1 "... and no daemon"
 # The host also has a default MPS pipe directory (a daemon outside any group): every GPU container
 # gets it, except those in a group, which must reach only their group's daemon.
 mkdir -p "$DRV/tmp/nvidia-mps" && touch "$DRV/tmp/nvidia-mps/host-default"
-t_ok "mps start team on GPU 1" "${G[@]}" start team --device=1 --memory=2G
+t_ok "mps start team on GPU 1" "${G[@]}" start team --device=1 --memory=2G $NOCDI
 tpid=$(state pid team)
 printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s/hook.log"}, "mps": {"dir": "%s"}}\n' \
         "$DRV" "$CLI" "$T" "$D" >"$T/config.json"
@@ -198,7 +200,7 @@ t_match "$("$CLI" --root="$DRV" ps --no-trunc --state-dir="$T_RUNC_ROOT" --mps-d
 "$RUNC" --root "$T_RUNC_ROOT" delete -f "gh-mps-held-$$" >/dev/null 2>&1
 "$RUNC" --root "$T_RUNC_ROOT" delete -f "gh-mps-nohook-$$" >/dev/null 2>&1
 # a dead daemon: host doctor fails naming the fix
-t_ok "mps start dead on GPU 0" "${G[@]}" start dead --device=0 --threads=20
+t_ok "mps start dead on GPU 0" "${G[@]}" start dead --device=0 --threads=20 $NOCDI
 dpid=$(state pid dead)
 t_match "$("${G[@]}" list)" "^dead +0 +Default +20% " "list: GPU 0's compute mode is Default"
 kill -9 "$dpid"
@@ -223,7 +225,7 @@ t_match "$("${G[@]}" stop g1 2>&1)" "no MPS group 'g1'" "... naming it"
 
 # a daemon that ignores quit is killed, with the servers of its session
 echo ignore-quit >"$DRV/usr/bin/.fake-mps-mode"
-t_ok "start a group whose daemon ignores quit" "${G[@]}" start g4 --device=0
+t_ok "start a group whose daemon ignores quit" "${G[@]}" start g4 --device=0 $NOCDI
 pid=$(state pid g4)
 rm -f "$DRV/usr/bin/.fake-mps-mode"
 t_ok "mps stop g4" "${G[@]}" stop g4

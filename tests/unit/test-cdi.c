@@ -36,6 +36,26 @@ static void test_kind(void)
         }
 }
 
+/* An MPS group's device is mps-NAME: a group name valid for MPS but ending in '.', '-' or '_' is
+ * not a CDI device name; a name MPS refuses is refused too. */
+static void test_mps_name(void)
+{
+        static const char *const good[] = { "team", "a", "g1", "_x1", "a.b-c_d", "9" };
+        static const char *const bad[] = { "g-", "g.", "g_", "", "../x", "a/b", ".x", "-x", "a b" };
+
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+                gh_error_t err = NULL;
+                ok(gh_cdi_check_mps_name(good[i], &err) == 0, "MPS group '%s' can be a CDI device", good[i]);
+                gh_error_free(&err);
+        }
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                gh_error_t err = NULL;
+                ok(gh_cdi_check_mps_name(bad[i], &err) < 0 && err && gh_error_exit_status(err) == 2,
+                   "MPS group '%s' is refused as a usage error", bad[i]);
+                gh_error_free(&err);
+        }
+}
+
 static void test_version(void)
 {
         static const struct {
@@ -114,6 +134,7 @@ static void test_same(void)
 int main(void)
 {
         test_kind();
+        test_mps_name();
         test_version();
         test_same();
         return tap_done();
