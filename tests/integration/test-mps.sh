@@ -133,6 +133,14 @@ t_ok "its MPS client reached the group's daemon" grep -qx get_default_active_thr
 t_nomatch "$(field pipe)" "host-default" "... and not the host's default pipe directory"
 t_is "$(field mnt | grep -o '/tmp/nvidia-mps ' | wc -l)" 1 "... mounted once at /tmp/nvidia-mps"
 
+# The host's MPS pipe directory somewhere else (configure --mps-pipe-dir): a container in a group
+# must not get it either, or an image setting CUDA_MPS_PIPE_DIRECTORY there reaches the host's daemon.
+mkdir -p "$DRV/run/nvidia-mps-host"
+plan_json() { "$CLI" --root="$DRV" --no-cache configure --dry-run --device=1 --compute --mps-dir="$D" \
+        --mps-pipe-dir=/run/nvidia-mps-host "$@" "$T/in-team/rootfs" 2>&1; }
+t_match "$(plan_json)" '"/run/nvidia-mps-host"' "configure --mps-pipe-dir elsewhere: planned for a container outside any group"
+t_nomatch "$(plan_json --mps-group=team)" '"/run/nvidia-mps-host"' "... and not for a container in group team"
+t_match "$(plan_json --mps-group=team)" '"/tmp/nvidia-mps"' "... which gets its group's directory at /tmp/nvidia-mps"
 mps_case all-gpus "$T/config.json" team NVIDIA_VISIBLE_DEVICES=all
 t_is "$RUN_RC" 0 "NVIDIA_VISIBLE_DEVICES=all includes the group's GPU: it joins" || t_diag "$RUN_STDERR"
 t_match "$(field pipe)" "^control," "... and gets the pipe directory"
@@ -209,6 +217,10 @@ DOC=$("${DOCTOR[@]}")
 t_match "$(check mps-group)" "^fail dead: daemon $dpid is not running" "host doctor: a group whose daemon died fails"
 t_match "$(check mps-group)" "fix: gpu-cli mps --dir=$D stop dead && gpu-cli mps --dir=$D start dead --device=$UUID0 --threads=20" \
         "... with the command that restarts it"
+mps_case joins-dead "$T/config.json" dead NVIDIA_VISIBLE_DEVICES=0
+t_not "a container of a group whose daemon died does not start" test "$RUN_RC" = 0
+t_match "$RUN_STDERR" "MPS group 'dead' is not running \\(its daemon $dpid is gone\\)" "... saying the daemon is gone"
+t_match "$RUN_STDERR" "gpu-cli mps stop dead, then mps start" "... and how to bring it back"
 t_ok "mps stop of the dead group" "${G[@]}" stop dead
 t_ok "the group is still alive" kill -0 "$tpid"
 t_ok "mps stop team" "${G[@]}" stop team

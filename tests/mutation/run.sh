@@ -97,7 +97,8 @@ tests_of() { "${MUTATE[@]}" list "$MUTANTS" | awk -F'\t' -v id="$1" '$1 == id { 
 # saves relinking every other test program; one that is not rebuilt is not run either.
 targets_of() {
         local t base
-        echo cli/gpu-cli hook/gpu-hook runtime/gpu-runtime
+        # the engine tests run their own copies of gpu-hook and gpu-runtime (tests/engine/meson.build)
+        echo cli/gpu-cli hook/gpu-hook runtime/gpu-runtime tests/engine/gpu-hook tests/engine/gpu-runtime
         for t in $(tests_of "$1"); do
                 t=${t%%:*}
                 for base in "$t" "${t%-*}" "${t%-*-*}"; do
