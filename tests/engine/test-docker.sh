@@ -8,7 +8,7 @@ t_need_root
 t_need_cmd dockerd docker
 
 engine_setup
-engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GPU_HOOK\"}}"
+engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GPU_HOOK\"}, \"mps\": {\"dir\": \"$T/mps\"}}"
 # What a user runs: gpu-cli setup docker writes daemon.json's runtime and the --gpus hook name.
 SETUP=(setup docker --config="$T/daemon.json" --hook-link="$ENGINE_HOOKDIR/nvidia-container-runtime-hook"
         --hook-path="$GH_ENGINE_HOOK" --runtime-path="$GH_ENGINE_RUNTIME")
@@ -22,7 +22,9 @@ host_mountinfo_snapshot "$T/mounts.daemon"
 PROBE='echo "smi:$(nvidia-smi -L 2>&1 | tr "\n" "|")"
 echo "cuda:$(cuda-probe 2>&1 | head -n1)"
 echo "dev:$(ls /dev | grep -E "^nvidia" | sort | tr "\n" ",")"
-echo "libcuda:$(ls /usr/lib/x86_64-linux-gnu | grep -c "^libcuda")"'
+echo "libcuda:$(ls /usr/lib/x86_64-linux-gnu | grep -c "^libcuda")"
+echo "mps:$(ls /tmp/nvidia-mps 2>&1 | tr "\n" ",")"
+echo "shm:$(ls /dev/shm 2>&1 | tr "\n" ",")"'
 
 # drun DESC ARGS...: docker run --rm --network none ARGS IMAGE sh -c PROBE; RUN_* as lib.sh's runners.
 drun() {
@@ -97,6 +99,40 @@ t_is "$(ngpus)" 2 "--runtime=gpu with --gpus all: both GPUs, injected once" || t
 drun --runtime=gpu -e NVIDIA_VISIBLE_DEVICES=7
 t_is "$RUN_RC" 125 "--runtime=gpu, a GPU that does not exist: exit 125"
 t_match "$RUN_STDERR" "gpu-runtime: .*unknown device '7'" "... with gpu-runtime's message"
+
+# MPS groups through Docker.  The annotation an orchestrator sets (docker run --annotation) needs
+# dockerd API 1.43 (Docker 24); Debian 12's dockerd (20.10, API 1.41) has none, so there the
+# variable GPU_HOOK_MPS_GROUP, accepted only when the configuration says so, is the way in.
+MPS=("$GPU_CLI" --root="$DRV" mps --dir="$T/mps")
+t_ok "mps start dk on GPU 1" "${MPS[@]}" start dk --device=1 --memory=1G --cdi-spec=none
+dpid=$(sed -n 's/^pid=//p' "$T/mps/dk/group")
+api=$(dk version --format '{{.Server.APIVersion}}' 2>/dev/null)
+if [ -n "$api" ] && [ "$(printf '%s\n1.43\n' "$api" | sort -V | head -n1)" = 1.43 ]; then
+        drun --gpus device=1 --annotation org.gpu-hook.mps-group=dk
+        t_is "$RUN_RC" 0 "--gpus device=1 --annotation org.gpu-hook.mps-group=dk: container ran" || t_diag "$RUN_STDERR"
+        t_match "$(field mps)" "^control," "... its /tmp/nvidia-mps is the group's pipe directory"
+        t_match "$(field shm)" "fake-mps-control.$dpid" "... its /dev/shm is the group's"
+        drun --runtime=gpu -e NVIDIA_VISIBLE_DEVICES=1 --annotation org.gpu-hook.mps-group=dk
+        t_is "$RUN_RC" 0 "--runtime=gpu with the annotation: container ran" || t_diag "$RUN_STDERR"
+        t_match "$(field mps)" "^control," "... in the group too"
+else
+        t_skip "docker run --annotation org.gpu-hook.mps-group" "dockerd API ${api:-unknown} < 1.43 has no --annotation"
+fi
+drun --gpus device=1 -e GPU_HOOK_MPS_GROUP=dk
+t_is "$RUN_RC" 0 "GPU_HOOK_MPS_GROUP in the environment: container ran" || t_diag "$RUN_STDERR"
+t_nomatch "$(field mps)" "control" "... but joined no group (the variable is not accepted by default)"
+engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GPU_HOOK\"}, \"mps\": {\"dir\": \"$T/mps\"}, \"accept-mps-group-envvar\": true}"
+drun --gpus device=1 -e GPU_HOOK_MPS_GROUP=dk
+t_is "$RUN_RC" 0 "accept-mps-group-envvar, --gpus device=1 -e GPU_HOOK_MPS_GROUP=dk: container ran" || t_diag "$RUN_STDERR"
+t_match "$(field mps)" "^control," "... its /tmp/nvidia-mps is the group's pipe directory"
+t_match "$(field shm)" "fake-mps-control.$dpid" "... its /dev/shm is the group's"
+drun --runtime=gpu -e NVIDIA_VISIBLE_DEVICES=1 -e GPU_HOOK_MPS_GROUP=dk
+t_match "$(field mps)" "^control," "... and with --runtime=gpu" || t_diag "$RUN_STDERR"
+drun --gpus device=0 -e GPU_HOOK_MPS_GROUP=dk
+t_is "$RUN_RC" 125 "the group's GPU not among the container's: docker run exits 125"
+t_match "$RUN_STDERR" "MPS group 'dk' runs on GPU $UUID1" "... naming the group's GPU"
+engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GPU_HOOK\"}, \"mps\": {\"dir\": \"$T/mps\"}}"
+t_ok "mps stop dk" "${MPS[@]}" stop dk
 
 docker_stop
 t_ok "gpu-cli setup docker --default" "$GPU_CLI" "${SETUP[@]}" --default

@@ -7,7 +7,7 @@ t_need_root
 t_need_cmd podman runc
 
 engine_setup
-engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GPU_HOOK\"}}"
+engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GPU_HOOK\"}, \"mps\": {\"dir\": \"$T/mps\"}}"
 host_mountinfo_snapshot "$T/mounts.before"
 PROBE='echo "smi:$(nvidia-smi -L 2>&1 | tr "\n" "|")"; echo "cuda:$(cuda-probe 2>&1 | head -n1)"; echo "dev:$(ls /dev | grep -E "^nvidia" | sort | tr "\n" ",")"'
 field() { printf '%s\n' "$RUN_STDOUT" | sed -n "s/^$1://p"; }
@@ -27,4 +27,21 @@ RUNC=$GH_ENGINE_RUNTIME run_podman "$IMGROOT" "" -e NVIDIA_VISIBLE_DEVICES=5 -- 
 t_not "a GPU that does not exist: podman fails" test "$RUN_RC" -eq 0
 t_match "$RUN_STDERR" "gpu-runtime: .*unknown device '5'" "... with gpu-runtime's message"
 mountinfo_unchanged "host mount table unchanged after a failure" "$T/mounts.before"
+
+# An MPS group joined through podman --annotation: with gpu-runtime, and with the hooks.d file
+MPS=("$GPU_CLI" --root="$DRV" mps --dir="$T/mps")
+t_ok "mps start pod on GPU 0" "${MPS[@]}" start pod --device=0 --threads=50 --cdi-spec=none
+MPSPROBE='echo "mps:$(ls /tmp/nvidia-mps 2>&1 | tr "\n" ",")"; echo "shm:$(ls /dev/shm 2>&1 | tr "\n" ",")"'
+dpid=$(sed -n 's/^pid=//p' "$T/mps/pod/group")
+RUNC=$GH_ENGINE_RUNTIME run_podman "$IMGROOT" "" -e NVIDIA_VISIBLE_DEVICES=0 --annotation org.gpu-hook.mps-group=pod -- /bin/sh -c "$MPSPROBE"
+t_is "$RUN_RC" 0 "podman --runtime gpu-runtime --annotation org.gpu-hook.mps-group=pod: ran" || t_diag "$RUN_STDERR"
+t_match "$(field mps)" "^control," "... /tmp/nvidia-mps is the group's pipe directory"
+t_match "$(field shm)" "fake-mps-control.$dpid" "... /dev/shm is the group's"
+mkdir -p "$T/hooks.d"
+printf '{"version": "1.0.0", "hook": {"path": "%s", "args": ["gpu-hook", "createRuntime"]}, "when": {"always": true}, "stages": ["createRuntime"]}\n' \
+        "$GH_ENGINE_HOOK" >"$T/hooks.d/oci-gpu-hook.json"
+run_podman "$IMGROOT" "$T/hooks.d" -e NVIDIA_VISIBLE_DEVICES=0 --annotation org.gpu-hook.mps-group=pod -- /bin/sh -c "$MPSPROBE"
+t_is "$RUN_RC" 0 "podman with the hooks.d file and the annotation: ran" || t_diag "$RUN_STDERR"
+t_match "$(field mps)" "^control," "... in the group too"
+t_ok "mps stop pod" "${MPS[@]}" stop pod
 t_done
