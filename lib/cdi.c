@@ -465,31 +465,24 @@ out:
 
 /* ---- versions and comparison ---- */
 
-static bool edits_need_050(json_t *edits)
+/* Whether an entry of edits[list] has a non-empty string `key`: a field a version added
+ * (deviceNodes[].hostPath came with 0.5.0, mounts[].type with 0.4.0). */
+static bool edits_use(json_t *edits, const char *list, const char *key)
 {
-        json_t *nodes = json_object_get(edits, "deviceNodes"), *n;
+        json_t *entries = json_object_get(edits, list), *e;
         size_t i;
 
-        json_array_foreach (nodes, i, n) {
-                json_t *hp = json_object_get(n, "hostPath");
-                if (json_is_string(hp) && json_string_length(hp) > 0)
+        json_array_foreach (entries, i, e) {
+                json_t *v = json_object_get(e, key);
+                if (json_is_string(v) && json_string_length(v) > 0)
                         return true;
         }
         return false;
 }
 
-static bool edits_need_040(json_t *edits)
-{
-        json_t *mounts = json_object_get(edits, "mounts"), *m;
-        size_t i;
+static bool edits_need_050(json_t *edits) { return edits_use(edits, "deviceNodes", "hostPath"); }
 
-        json_array_foreach (mounts, i, m) {
-                json_t *t = json_object_get(m, "type");
-                if (json_is_string(t) && json_string_length(t) > 0)
-                        return true;
-        }
-        return false;
-}
+static bool edits_need_040(json_t *edits) { return edits_use(edits, "mounts", "type"); }
 
 const char *gh_cdi_min_version(json_t *spec)
 {
