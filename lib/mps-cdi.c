@@ -14,7 +14,6 @@
 #include "mps.h"
 
 #define RECORD_FILE "cdi-spec"
-#define RECORD_MAX (PATH_MAX + 512)
 
 static void record_path(char *buf, size_t size, const char *dir, const char *name, const char *file)
 {
@@ -23,8 +22,7 @@ static void record_path(char *buf, size_t size, const char *dir, const char *nam
 
 int gh_mps_cdi_record(const char *dir, const char *name, const struct gh_mps_cdi *c, gh_error_t *err)
 {
-        char path[PATH_MAX], tmp[PATH_MAX], buf[RECORD_MAX];
-        _cleanup_close_ int fd = -1;
+        char path[PATH_MAX], buf[GH_MPS_KV_MAX];
         int len;
 
         if (gh_mps_name_check(name, err) < 0)
@@ -36,55 +34,39 @@ int gh_mps_cdi_record(const char *dir, const char *name, const struct gh_mps_cdi
         if (len < 0 || len >= (int) sizeof(buf))
                 return gh_err(err, ENAMETOOLONG, "the CDI spec path '%s' is too long", c->path);
         record_path(path, sizeof(path), dir, name, RECORD_FILE);
-        record_path(tmp, sizeof(tmp), dir, name, RECORD_FILE ".tmp");
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0 || write(fd, buf, (size_t) len) != len || rename(tmp, path) < 0) {
-                int e = errno;
-                unlink(tmp);
-                return gh_err(err, e, "recording the CDI spec of MPS group '%s' in %s", name, path);
-        }
+        if (gh_mps_kv_write(path, buf, err) < 0)
+                return gh_err_wrap(err, "recording the CDI spec of MPS group '%s'", name);
         return 0;
+}
+
+static void record_line(const char *key, const char *v, void *data)
+{
+        struct gh_mps_cdi *c = data;
+
+        if (strcmp(key, "path") == 0)
+                snprintf(c->path, sizeof(c->path), "%s", v);
+        else if (strcmp(key, "kind") == 0)
+                snprintf(c->kind, sizeof(c->kind), "%s", v);
+        else if (strcmp(key, "dev") == 0)
+                c->dev = (dev_t) strtoull(v, NULL, 10);
+        else if (strcmp(key, "ino") == 0)
+                c->ino = (ino_t) strtoull(v, NULL, 10);
 }
 
 int gh_mps_cdi_load(const char *dir, const char *name, struct gh_mps_cdi *c, gh_error_t *err)
 {
-        char path[PATH_MAX], buf[RECORD_MAX + 1];
-        _cleanup_close_ int fd = -1;
-        struct stat st;
-        ssize_t n;
+        _cleanup_error_ gh_error_t e = NULL;
+        char path[PATH_MAX];
 
         memset(c, 0, sizeof(*c));
         if (gh_mps_name_check(name, err) < 0)
                 return -1;
         record_path(path, sizeof(path), dir, name, RECORD_FILE);
-        fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0)
-                return errno == ENOENT ? 0 : gh_err(err, errno, "opening %s", path);
         /* the path in it is a file stop removes: only a record of ours counts */
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) ||
-            st.st_size > RECORD_MAX)
-                return gh_err(err, 0, "%s is not a root-owned regular file of sane size; ignoring it", path);
-        n = read(fd, buf, RECORD_MAX);
-        if (n < 0)
-                return gh_err(err, errno, "reading %s", path);
-        buf[n] = '\0';
-        for (char *line = buf, *next; line && *line; line = next) {
-                next = strchr(line, '\n');
-                if (next)
-                        *next++ = '\0';
-                char *eq = strchr(line, '=');
-                if (eq == NULL)
-                        continue;
-                *eq = '\0';
-                const char *v = eq + 1;
-                if (strcmp(line, "path") == 0)
-                        snprintf(c->path, sizeof(c->path), "%s", v);
-                else if (strcmp(line, "kind") == 0)
-                        snprintf(c->kind, sizeof(c->kind), "%s", v);
-                else if (strcmp(line, "dev") == 0)
-                        c->dev = (dev_t) strtoull(v, NULL, 10);
-                else if (strcmp(line, "ino") == 0)
-                        c->ino = (ino_t) strtoull(v, NULL, 10);
+        if (gh_mps_kv_read(path, record_line, c, &e) < 0) {
+                if (e->code == ENOENT)
+                        return 0;
+                return gh_err(err, 0, "%s; ignoring it", e->msg);
         }
         if (c->path[0] != '/' || c->ino == 0)
                 return gh_err(err, 0, "%s is malformed; ignoring it", path);

@@ -26,7 +26,6 @@
 #include "mps.h"
 
 #define STATE_FILE "group"
-#define STATE_MAX 4096
 #define REMOVE_DEPTH_MAX 32
 #define OUTPUT_MAX 65536
 
@@ -301,75 +300,105 @@ static int remove_group(const char *dir, const char *name, gh_error_t *err)
         return 0;
 }
 
-static int write_state(const char *dir, const struct gh_mps_group *g, gh_error_t *err)
+int gh_mps_kv_write(const char *path, const char *text, gh_error_t *err)
 {
-        char path[PATH_MAX], tmp[PATH_MAX], buf[STATE_MAX];
-        int len;
+        char tmp[PATH_MAX];
+        size_t len = strlen(text);
         _cleanup_close_ int fd = -1;
 
-        len = snprintf(buf, sizeof(buf),
-                       "name=%s\ngpu_uuid=%s\ngpu_index=%u\nthreads=%d\nmemory_mib=%llu\npid=%d\nstarttime=%llu\n",
-                       g->name, g->gpu_uuid, g->gpu_index, g->threads, g->memory_mib, (int) g->pid, g->starttime);
-        group_path(path, sizeof(path), dir, g->name, STATE_FILE);
-        group_path(tmp, sizeof(tmp), dir, g->name, STATE_FILE ".tmp");
+        if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int) sizeof(tmp))
+                return gh_err(err, ENAMETOOLONG, "writing %s", path);
         fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0 || write(fd, buf, (size_t) len) != len || rename(tmp, path) < 0)
-                return gh_err(err, errno, "writing the MPS group state %s", path);
+        if (fd < 0 || write(fd, text, len) != (ssize_t) len || rename(tmp, path) < 0) {
+                int e = errno;
+                if (fd >= 0)
+                        unlink(tmp);
+                return gh_err(err, e, "writing %s", path);
+        }
         return 0;
+}
+
+int gh_mps_kv_read(const char *path, void (*line)(const char *key, const char *value, void *data), void *data,
+                   gh_error_t *err)
+{
+        char buf[GH_MPS_KV_MAX + 1];
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+        ssize_t n;
+
+        if (fd < 0)
+                return gh_err(err, errno, "opening %s", path);
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) ||
+            st.st_size > GH_MPS_KV_MAX)
+                return gh_err(err, EBADMSG, "%s is not a root-owned regular file of sane size", path);
+        n = read(fd, buf, GH_MPS_KV_MAX);
+        if (n < 0)
+                return gh_err(err, errno, "reading %s", path);
+        buf[n] = '\0';
+        for (char *l = buf, *next; l && *l; l = next) {
+                next = strchr(l, '\n');
+                if (next)
+                        *next++ = '\0';
+                char *eq = strchr(l, '=');
+                if (eq == NULL)
+                        continue;
+                *eq = '\0';
+                line(l, eq + 1, data);
+        }
+        return 0;
+}
+
+static int write_state(const char *dir, const struct gh_mps_group *g, gh_error_t *err)
+{
+        char path[PATH_MAX], buf[GH_MPS_KV_MAX];
+
+        snprintf(buf, sizeof(buf),
+                 "name=%s\ngpu_uuid=%s\ngpu_index=%u\nthreads=%d\nmemory_mib=%llu\npid=%d\nstarttime=%llu\n", g->name,
+                 g->gpu_uuid, g->gpu_index, g->threads, g->memory_mib, (int) g->pid, g->starttime);
+        group_path(path, sizeof(path), dir, g->name, STATE_FILE);
+        if (gh_mps_kv_write(path, buf, err) < 0)
+                return gh_err_wrap(err, "the MPS group state");
+        return 0;
+}
+
+static void state_line(const char *key, const char *v, void *data)
+{
+        struct gh_mps_group *g = data;
+
+        if (strcmp(key, "name") == 0)
+                snprintf(g->name, sizeof(g->name), "%s", v);
+        else if (strcmp(key, "gpu_uuid") == 0)
+                snprintf(g->gpu_uuid, sizeof(g->gpu_uuid), "%s", v);
+        else if (strcmp(key, "gpu_index") == 0)
+                g->gpu_index = (unsigned) strtoul(v, NULL, 10);
+        else if (strcmp(key, "threads") == 0)
+                g->threads = (int) strtol(v, NULL, 10);
+        else if (strcmp(key, "memory_mib") == 0)
+                g->memory_mib = strtoull(v, NULL, 10);
+        else if (strcmp(key, "pid") == 0)
+                g->pid = (pid_t) strtol(v, NULL, 10);
+        else if (strcmp(key, "starttime") == 0)
+                g->starttime = strtoull(v, NULL, 10);
 }
 
 int gh_mps_load(const char *dir, const char *name, struct gh_mps_group *g, gh_error_t *err)
 {
-        char path[PATH_MAX], buf[STATE_MAX + 1];
-        struct stat st;
-        ssize_t n;
-        _cleanup_close_ int fd = -1;
+        char path[PATH_MAX];
 
         if (gh_mps_name_check(name, err) < 0)
                 return -1;
         memset(g, 0, sizeof(*g));
         group_path(path, sizeof(path), dir, name, STATE_FILE);
-        fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0) {
-                if (errno == ENOENT) {
+        _cleanup_error_ gh_error_t e = NULL;
+        if (gh_mps_kv_read(path, state_line, g, &e) < 0) {
+                if (e->code == ENOENT) {
                         gh_err(err, 0, "no MPS group '%s' (see 'gpu-cli mps list')", name);
                         return gh_err_code(err, ENOENT);
                 }
-                return gh_err(err, errno, "opening the MPS group state %s", path);
-        }
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) ||
-            st.st_size > STATE_MAX)
-                return gh_err(err, 0,
-                              "the MPS group state %s is not a root-owned regular file of sane size; "
-                              "stop the group with 'gpu-cli mps stop %s'",
-                              path, name);
-        n = read(fd, buf, STATE_MAX);
-        if (n < 0)
-                return gh_err(err, errno, "reading %s", path);
-        buf[n] = '\0';
-        for (char *line = buf, *next; line && *line; line = next) {
-                next = strchr(line, '\n');
-                if (next)
-                        *next++ = '\0';
-                char *eq = strchr(line, '=');
-                if (eq == NULL)
-                        continue;
-                *eq = '\0';
-                const char *v = eq + 1;
-                if (strcmp(line, "name") == 0)
-                        snprintf(g->name, sizeof(g->name), "%s", v);
-                else if (strcmp(line, "gpu_uuid") == 0)
-                        snprintf(g->gpu_uuid, sizeof(g->gpu_uuid), "%s", v);
-                else if (strcmp(line, "gpu_index") == 0)
-                        g->gpu_index = (unsigned) strtoul(v, NULL, 10);
-                else if (strcmp(line, "threads") == 0)
-                        g->threads = (int) strtol(v, NULL, 10);
-                else if (strcmp(line, "memory_mib") == 0)
-                        g->memory_mib = strtoull(v, NULL, 10);
-                else if (strcmp(line, "pid") == 0)
-                        g->pid = (pid_t) strtol(v, NULL, 10);
-                else if (strcmp(line, "starttime") == 0)
-                        g->starttime = strtoull(v, NULL, 10);
+                if (e->code == EBADMSG)
+                        return gh_err(err, 0, "the MPS group state %s; stop the group with 'gpu-cli mps stop %s'",
+                                      e->msg, name);
+                return gh_err(err, 0, "the MPS group state: %s", e->msg);
         }
         if (strcmp(g->name, name) != 0 || g->gpu_uuid[0] == '\0')
                 return gh_err(err, 0, "the MPS group state %s is malformed; stop the group with 'gpu-cli mps stop %s'",

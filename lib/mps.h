@@ -83,6 +83,16 @@ int gh_mps_control(const char *dir, const char *name, const char *control, const
  * as the daemon reports them (host pids); *pids is NULL when n is 0 (caller frees). */
 int gh_mps_clients(const char *dir, const char *name, const char *control, pid_t **pids, size_t *n, gh_error_t *err);
 
+/* The small KEY=VALUE files of a group's directory (its state, the record of its CDI spec), in
+ * one place.  gh_mps_kv_write writes `text` whole under PATH.tmp and renames it over PATH.
+ * gh_mps_kv_read calls line() for each KEY=VALUE line, but only of a file of ours: a regular file
+ * owned by our uid, not writable by group or other, at most GH_MPS_KV_MAX bytes.  It fails with
+ * the code ENOENT when there is no file, EBADMSG when the file is not such a file. */
+#define GH_MPS_KV_MAX (4096 + 512)
+int gh_mps_kv_write(const char *path, const char *text, gh_error_t *err);
+int gh_mps_kv_read(const char *path, void (*line)(const char *key, const char *value, void *data), void *data,
+                   gh_error_t *err);
+
 /* The CDI spec written for a group (lib/mps-cdi.c). */
 struct gh_mps_cdi {
         char path[PATH_MAX];
