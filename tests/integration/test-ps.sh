@@ -151,18 +151,19 @@ if have_cmd tmux; then
         SCREEN=$(tmux -S "$SOCK" capture-pane -p -t top)
         # keys: u sorts by SM utilisation at once (no wait for the next refresh), q quits and gives
         # the terminal back as it was (canonical mode)
+        pane_until() { # PATTERN: the pane once it shows PATTERN (5 s at most)
+                local pane
+                for _ in $(seq 25); do
+                        pane=$(tmux -S "$SOCK" capture-pane -p -t top 2>/dev/null)
+                        grep -q "$1" <<<"$pane" && break
+                        sleep 0.2
+                done
+                printf '%s\n' "$pane"
+        }
         tmux -S "$SOCK" send-keys -t top u
-        for _ in $(seq 25); do
-                KEYED=$(tmux -S "$SOCK" capture-pane -p -t top 2>/dev/null)
-                grep -q 'sorted by SM utilisation' <<<"$KEYED" && break
-                sleep 0.2
-        done
+        KEYED=$(pane_until 'sorted by SM utilisation')
         tmux -S "$SOCK" send-keys -t top q
-        for _ in $(seq 25); do
-                QUIT=$(tmux -S "$SOCK" capture-pane -p -t top 2>/dev/null)
-                grep -q 'icanon' <<<"$QUIT" && break
-                sleep 0.2
-        done
+        QUIT=$(pane_until 'icanon')
         tmux -S "$SOCK" kill-server
         t_diag "$SCREEN"
         t_match "$(head -n1 <<<"$KEYED")" 'sorted by SM utilisation' "top: the key u sorts by SM utilisation"
