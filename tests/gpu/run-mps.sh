@@ -30,13 +30,13 @@ cp "$ALLOC" "$T/tmpl/usr/local/bin/mps_alloc"
 printf '{"cli": {"root": "/", "path": "%s"}, "log": {"file": "%s/hook.log"}, "mps": {"dir": "%s"}}\n' \
         "$GPU_CLI" "$T" "$D" >"$T/config.json"
 
-# bundle NAME GROUP|- CMD...: a GPU 0 container with the hook, optionally in GROUP
+# bundle NAME GROUP|- CMD...: a GPU 0 container (GPU $GPU when set) with the hook, optionally in GROUP
 bundle() {
         local name=$1 group=$2
         shift 2
         cp -a "$T/tmpl" "$T/$name-rootfs"
         make_bundle "$T/$name" "$T/$name-rootfs" "$@"
-        bundle_set_env "$T/$name" NVIDIA_VISIBLE_DEVICES=0 NVIDIA_DRIVER_CAPABILITIES=compute,utility
+        bundle_set_env "$T/$name" NVIDIA_VISIBLE_DEVICES="${GPU:-0}" NVIDIA_DRIVER_CAPABILITIES=compute,utility
         [ "$group" != - ] && bundle_edit "$T/$name" 'c.setdefault("annotations", {})["org.gpu-hook.mps-group"] = args[0]' "$group"
         bundle_add_hook "$T/$name" createRuntime "$GPU_HOOK" "--config=$T/config.json" createRuntime
 }
@@ -54,6 +54,28 @@ t_match "$RUN_STDOUT" "mps_alloc 2048 MiB: ok" "in the 4G group: 2 GiB works" ||
 bundle out6 - /usr/local/bin/mps_alloc 6144
 run_runc "$T/out6" out6
 t_match "$RUN_STDOUT" "mps_alloc 6144 MiB: ok" "outside the group: 6 GiB works" || t_diag "$RUN_STDERR"
+
+# A group on the second GPU (where there is one): the daemon sees only that GPU, so the limit set
+# for its device 0 binds GPU 1; a container given GPU 0 cannot join it.
+if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')" -ge 2 ]; then
+        t_ok "mps start g5 --device=1 --memory=4G" "${G[@]}" start g5 --device=1 --memory=4G --cdi-spec=none
+        GPU=1 bundle g5in6 g5 /usr/local/bin/mps_alloc 6144
+        run_runc "$T/g5in6" g5in6
+        t_match "$RUN_STDOUT" "mps_alloc 6144 MiB: FAIL" "GPU 1's 4G group: 6 GiB is refused" || t_diag "$RUN_STDERR"
+        GPU=1 bundle g5in2 g5 /usr/local/bin/mps_alloc 2048
+        run_runc "$T/g5in2" g5in2
+        t_match "$RUN_STDOUT" "mps_alloc 2048 MiB: ok" "GPU 1's 4G group: 2 GiB works" || t_diag "$RUN_STDERR"
+        GPU=1 bundle g5out6 - /usr/local/bin/mps_alloc 6144
+        run_runc "$T/g5out6" g5out6
+        t_match "$RUN_STDOUT" "mps_alloc 6144 MiB: ok" "GPU 1 outside the group: 6 GiB works" || t_diag "$RUN_STDERR"
+        bundle g5wrong g5 /usr/local/bin/mps_alloc 1024
+        run_runc "$T/g5wrong" g5wrong
+        t_not "a container given GPU 0 cannot join GPU 1's group" test "$RUN_RC" = 0
+        t_match "$RUN_STDERR" "MPS group 'g5' runs on GPU GPU-.*which this container does not get" "... the start fails saying so"
+        t_ok "mps stop g5" "${G[@]}" stop g5
+else
+        t_skip "a group on the second GPU" "one GPU here"
+fi
 
 # the same group through its CDI spec alone: no hook, no annotation
 APPLY=$REPO/tests/helpers/cdi-apply.py

@@ -87,6 +87,7 @@ make_busybox_rootfs_probe() {
         [ -n "$VA" ] && cp "$VA" "$1/usr/local/bin/vector_add"
         cat >"$1/probe.sh" <<'EOF'
 #!/bin/sh
+echo "gpunodes=$(ls /dev | grep -c '^nvidia[0-9][0-9]*$')"
 for n in nvidia0 nvidiactl nvidia-uvm; do
         if [ -c /dev/$n ]; then echo "dev_$n=yes"; else echo "dev_$n=no"; fi
 done
@@ -107,7 +108,7 @@ echo "params_mdf=$(sed -n 's/^ModifyDeviceFiles: *//p' /proc/driver/nvidia/param
 ls /proc/driver/nvidia/gpus 2>/dev/null | sed 's/^/procgpu: /'
 check-ldconfig -p 2>/dev/null | sed -n 's/^[[:space:]]*\(lib[^ ]*\) .*=> \(.*\)/ldcache: \1 \2/p'
 if [ "${PROBE_MKNOD:-}" = 1 ]; then
-        if mknod /dev/gh-nvidia0 c 195 0 2>/tmp/mknod.err; then echo "mknod=ok"; else echo "mknod=denied"; fi
+        if mknod /dev/gh-nvidia0 c 195 "${PROBE_MKNOD_MINOR:-0}" 2>/tmp/mknod.err; then echo "mknod=ok"; else echo "mknod=denied"; fi
         sed 's/^/mknod: /' /tmp/mknod.err
         if [ -c /dev/gh-nvidia0 ]; then
                 if head -c 1 /dev/gh-nvidia0 >/dev/null 2>/tmp/open.err; then echo "open=ok"; else echo "open=failed"; fi
@@ -313,6 +314,28 @@ else
                 t_is "$(val open)" failed "not selected: a mknod'ed /dev/nvidia0 cannot be opened"
                 t_match "$OUT" '^open: .*(Operation not permitted|Permission denied)' \
                         "not selected: the device cgroup refuses it (EPERM)"
+        fi
+        # The second GPU (where there is one): the container gets it alone, and GPU 0, a real GPU it
+        # was not given, stays denied even after mknod of its own number.
+        if [ "$NGPU" -ge 2 ]; then
+                GPU1_UUID=$(sed -n 2p "$T/smi.csv" | cut -d, -f1 | tr -d ' ')
+                minor0=$(grep -l "$GPU0_UUID" /proc/driver/nvidia/gpus/*/information 2>/dev/null | head -n1 |
+                        xargs -r sed -n 's/^Device Minor:[[:space:]]*//p')
+                gpu_case second NVIDIA_VISIBLE_DEVICES=1 "$CU" MKNOD=1 "PROBE_MKNOD_MINOR=${minor0:-0}"
+                t_match "$OUT" '^va: vector_add: PASS' "1: vector_add passes on the second GPU"
+                t_is "$(smi_gpus)" 1 "1: nvidia-smi -L lists exactly one GPU"
+                t_match "$OUT" "^smi: GPU 0: .*$GPU1_UUID" "1: it is the host's GPU 1 ($GPU1_UUID)"
+                t_is "$(val gpunodes)" 1 "1: one /dev/nvidiaN node"
+                t_is "$(printf '%s\n' "$OUT" | grep -c '^procgpu: ')" 1 "1: /proc/driver/nvidia/gpus shows that GPU only"
+                if [ "$(val mknod)" = denied ]; then
+                        t_pass "1: mknod of GPU 0's node (195:${minor0:-0}) is denied"
+                else
+                        t_is "$(val open)" failed "1: a mknod'ed node of GPU 0 (195:${minor0:-0}) cannot be opened"
+                        t_match "$OUT" '^open: .*(Operation not permitted|Permission denied)' \
+                                "1: the device cgroup refuses GPU 0 (EPERM)"
+                fi
+        else
+                t_skip "second GPU case" "one GPU here"
         fi
         unchanged "after every case"
 fi
