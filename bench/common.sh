@@ -30,26 +30,34 @@ bench_cmd() {
         return 0
 }
 
-# bench_runc BUNDLE: time `runc run` of the bundle (the container is deleted outside the timing).
+# _bench_run_once BUNDLE: one timed `runc run` of the bundle (the container is deleted outside the
+# timing).  Sets _BENCH_US to the time taken, or _BENCH_RUN_ERR and returns 1.
+_bench_run_once() {
+        local t0 t1 id rc
+        _gh_next_id bench
+        id=$RUN_ID
+        t0=$EPOCHREALTIME
+        timeout -k 5 "$GH_RUN_TIMEOUT" "$RUNC" --root "$T_RUNC_ROOT" run -b "$1" "$id" \
+                </dev/null >/dev/null 2>"$T/.bench.err"
+        rc=$?
+        t1=$EPOCHREALTIME
+        "$RUNC" --root "$T_RUNC_ROOT" delete -f "$id" >/dev/null 2>&1
+        if [ $rc -ne 0 ]; then
+                # runc wraps a hook's message in its own; keep the hook's words.
+                _BENCH_RUN_ERR="runc run exit $rc: $(tr '\n' ' ' <"$T/.bench.err" | sed 's/.*stderr: //' | head -c 200)"
+                return 1
+        fi
+        _BENCH_US=$(($(_us "$t1") - $(_us "$t0")))
+}
+
+# bench_runc BUNDLE: time `runc run` of the bundle.
 bench_runc() {
-        local bundle=$1 i t0 t1 id rc
+        local i
         BENCH_SAMPLES=()
         mkdir -p "$T_RUNC_ROOT"
         for ((i = 0; i < BENCH_WARMUP + BENCH_RUNS; i++)); do
-                _gh_next_id bench
-                id=$RUN_ID
-                t0=$EPOCHREALTIME
-                timeout -k 5 "$GH_RUN_TIMEOUT" "$RUNC" --root "$T_RUNC_ROOT" run -b "$bundle" "$id" \
-                        </dev/null >/dev/null 2>"$T/.bench.err"
-                rc=$?
-                t1=$EPOCHREALTIME
-                "$RUNC" --root "$T_RUNC_ROOT" delete -f "$id" >/dev/null 2>&1
-                if [ $rc -ne 0 ]; then
-                        # runc wraps a hook's message in its own; keep the hook's words.
-                        BENCH_ERR="runc run exit $rc: $(tr '\n' ' ' <"$T/.bench.err" | sed 's/.*stderr: //' | head -c 200)"
-                        return 1
-                fi
-                ((i >= BENCH_WARMUP)) && BENCH_SAMPLES+=($(($(_us "$t1") - $(_us "$t0"))))
+                _bench_run_once "$1" || { BENCH_ERR=$_BENCH_RUN_ERR; return 1; }
+                ((i >= BENCH_WARMUP)) && BENCH_SAMPLES+=("$_BENCH_US")
         done
         return 0
 }
@@ -168,7 +176,7 @@ bench_runc_baselines() {
 declare -gA BENCH_IL=() BENCH_IL_ERR=()
 BENCH_IL_RUNS=${GH_BENCH_RUNS:-21}
 bench_interleave() {
-        local i spec name bundle before id rc t0 t1
+        local i spec name bundle before
         mkdir -p "$T_RUNC_ROOT"
         for spec in "$@"; do
                 BENCH_IL[${spec%%:*}]=""
@@ -179,19 +187,8 @@ bench_interleave() {
                         IFS=: read -r name bundle before <<<"$spec"
                         [ -n "${BENCH_IL_ERR[$name]}" ] && continue
                         [ -n "$before" ] && { $before >/dev/null 2>&1 || true; }
-                        _gh_next_id bench
-                        id=$RUN_ID
-                        t0=$EPOCHREALTIME
-                        timeout -k 5 "$GH_RUN_TIMEOUT" "$RUNC" --root "$T_RUNC_ROOT" run -b "$bundle" "$id" \
-                                </dev/null >/dev/null 2>"$T/.bench.err"
-                        rc=$?
-                        t1=$EPOCHREALTIME
-                        "$RUNC" --root "$T_RUNC_ROOT" delete -f "$id" >/dev/null 2>&1
-                        if [ $rc -ne 0 ]; then
-                                BENCH_IL_ERR[$name]="runc run exit $rc: $(tr '\n' ' ' <"$T/.bench.err" | sed 's/.*stderr: //' | head -c 200)"
-                                continue
-                        fi
-                        ((i >= BENCH_WARMUP)) && BENCH_IL[$name]+=" $(($(_us "$t1") - $(_us "$t0")))"
+                        _bench_run_once "$bundle" || { BENCH_IL_ERR[$name]=$_BENCH_RUN_ERR; continue; }
+                        ((i >= BENCH_WARMUP)) && BENCH_IL[$name]+=" $_BENCH_US"
                 done
         done
 }

@@ -28,3 +28,9 @@ fi
 for f in "$REPO/tests/lib.sh" "$KIT/tests/lib.sh"; do [ -f "$f" ] && { . "$f"; break; }; done
 # The CUDA compiler of the GPU machine (on PATH or under /usr/local/cuda*), or empty.
 NVCC=$(command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc /usr/local/cuda-*/bin/nvcc 2>/dev/null | head -n 1)
+# gpukit_need_gpu_nvcc: root, a GPU (/dev/nvidiactl) and nvcc, or the whole script is skipped.
+gpukit_need_gpu_nvcc() {
+        t_need_root
+        [ -e /dev/nvidiactl ] || t_skip_all "no NVIDIA GPU here"
+        [ -n "$NVCC" ] || t_skip_all "no nvcc"
+}

@@ -11,9 +11,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/kit.sh"
-t_need_root
-[ -e /dev/nvidiactl ] || t_skip_all "no NVIDIA GPU here"
-[ -n "$NVCC" ] || t_skip_all "no nvcc"
+gpukit_need_gpu_nvcc
 
 LOOP=$T/gpu_loop
 t_ok "nvcc builds gpu_loop" timeout 300 "$NVCC" -O2 -cudart static -arch=native -o "$LOOP" "$here/gpu_loop.cu"

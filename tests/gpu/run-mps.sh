@@ -15,9 +15,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/kit.sh"
-t_need_root
-[ -e /dev/nvidiactl ] || t_skip_all "no NVIDIA GPU here"
-[ -n "$NVCC" ] || t_skip_all "no nvcc"
+gpukit_need_gpu_nvcc
 
 D=$T/mps
 G=("$GPU_CLI" mps --dir="$D")
