@@ -365,14 +365,7 @@ static int load_group(const struct gh_cdi_opts *o, struct gh_mps_group *g, gh_er
 {
         if (gh_cdi_check_mps_name(o->mps_group, err) < 0)
                 return -1;
-        if (gh_mps_load(o->mps_dir, o->mps_group, g, err) < 0)
-                return -1;
-        if (!g->alive)
-                return gh_err(err, 0,
-                              "MPS group '%s' is not running (its daemon %d is gone); restart it: gpu-cli mps stop "
-                              "%s, then mps start",
-                              g->name, (int) g->pid, g->name);
-        return 0;
+        return gh_mps_load_running(o->mps_dir, o->mps_group, g, err);
 }
 
 static int add_devices(const struct cdi_ctx *c, json_t *devices, gh_error_t *err)

@@ -407,6 +407,18 @@ int gh_mps_load(const char *dir, const char *name, struct gh_mps_group *g, gh_er
         return 0;
 }
 
+int gh_mps_load_running(const char *dir, const char *name, struct gh_mps_group *g, gh_error_t *err)
+{
+        if (gh_mps_load(dir, name, g, err) < 0)
+                return -1;
+        if (!g->alive)
+                return gh_err(err, 0,
+                              "MPS group '%s' is not running (its daemon %d is gone); restart it: gpu-cli mps stop %s, "
+                              "then mps start",
+                              g->name, (int) g->pid, g->name);
+        return 0;
+}
+
 static int cmp_group(const void *a, const void *b)
 {
         return strcmp(((const struct gh_mps_group *) a)->name, ((const struct gh_mps_group *) b)->name);

@@ -71,6 +71,10 @@ int gh_mps_stop(const char *dir, const char *name, const char *control, int time
 /* Reads one group's state (refusing files that are not root-owned regular files of sane size). */
 int gh_mps_load(const char *dir, const char *name, struct gh_mps_group *g, gh_error_t *err);
 
+/* gh_mps_load, and the group's daemon must be running (what a container joining it, or a CDI spec
+ * for it, needs); otherwise an error that says how to restart it. */
+int gh_mps_load_running(const char *dir, const char *name, struct gh_mps_group *g, gh_error_t *err);
+
 /* Every group under dir, sorted by name.  A missing dir is an empty list. */
 int gh_mps_list(const char *dir, struct gh_mps_group **groups, size_t *n, gh_error_t *err);
 

@@ -499,13 +499,8 @@ static int plan_mps(struct gh_plan *plan, const struct gh_request *req, const st
                 { "shm", GH_MPS_CONTAINER_SHM_DIR },
         };
 
-        if (gh_mps_load(dir, req->mps_group, &g, err) < 0)
+        if (gh_mps_load_running(dir, req->mps_group, &g, err) < 0)
                 return gh_err_wrap(err, "joining MPS group '%s'", req->mps_group);
-        if (!g.alive)
-                return gh_err(
-                        err, 0,
-                        "MPS group '%s' is not running (its daemon %d is gone); restart it: gpu-cli mps stop %s, then mps start",
-                        g.name, (int) g.pid, g.name);
         for (size_t i = 0; i < sel->ngpus; i++)
                 on_selected |= sel->full[i] && strcasecmp(sel->gpus[i]->uuid, g.gpu_uuid) == 0;
         if (!on_selected)
