@@ -24,6 +24,8 @@ static void cdi_hook_usage(FILE *out)
                      "      --mask-proc                mask /proc/driver/nvidia: params with ModifyDeviceFiles: 0,\n"
                      "                                 version, registry, and gpus/ of the GPUs whose /dev/nvidiaN\n"
                      "                                 the container was given (config.json linux.devices)\n"
+                     "      --cuda-compat=VERSION      prefer the image's CUDA compat libraries when the rule says so\n"
+                     "                                 for a host driver VERSION (docs/cuda-compat.md)\n"
                      "\n"
                      "The image's /etc/ld.so.cache entries are kept; the image's ldconfig is never run.  Its own\n"
                      "environment is ignored.  It refuses to run outside the container's mount namespace.\n"
@@ -31,7 +33,7 @@ static void cdi_hook_usage(FILE *out)
                      "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
-enum { OPT_LINK = 1000, OPT_LIBRARY, OPT_LIBRARY32, OPT_MASK_PROC };
+enum { OPT_LINK = 1000, OPT_LIBRARY, OPT_LIBRARY32, OPT_MASK_PROC, OPT_CUDA_COMPAT };
 
 static int add_pair(const char *opt, char *arg, bool b_abs, struct gh_cdi_pair **v, size_t *n)
 {
@@ -53,6 +55,12 @@ static int add_pair(const char *opt, char *arg, bool b_abs, struct gh_cdi_pair *
         return 0;
 }
 
+int cmd_nvhook(int argc, char **argv, const struct cli_globals *g)
+{
+        cli_hook_environment();
+        return cli_nvhook(argc, argv, g->root);
+}
+
 int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
 {
         static const struct option opts[] = {
@@ -60,6 +68,7 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                 { "library", required_argument, NULL, OPT_LIBRARY },
                 { "library32", required_argument, NULL, OPT_LIBRARY32 },
                 { "mask-proc", no_argument, NULL, OPT_MASK_PROC },
+                { "cuda-compat", required_argument, NULL, OPT_CUDA_COMPAT },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -67,6 +76,7 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
         _cleanup_error_ gh_error_t err = NULL;
         int c, r = CLI_EXIT_USAGE;
 
+        cli_hook_environment();
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (c) {
                 case OPT_LINK:
@@ -82,6 +92,7 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                                 goto out;
                         break;
                 case OPT_MASK_PROC: o.mask_proc = true; break;
+                case OPT_CUDA_COMPAT: o.compat_driver = optarg; break;
                 case 'h':
                         cdi_hook_usage(stdout);
                         r = CLI_EXIT_OK;

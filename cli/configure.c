@@ -1,6 +1,7 @@
 /* gpu-cli configure: the request from the command line (request.h), then gh_configure() in
  * lib/core/configure.c, or with --dry-run the plan it would apply, as JSON. */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@ static void configure_usage(FILE *out)
                 "      --mig-monitor=all      give the MIG monitoring capability (privileged containers)\n"
                 "      --imex-channel=N       give IMEX channel N (repeatable, or a comma list; at most %d)\n"
                 "      --no-persistenced --no-fabricmanager --no-gsp-firmware\n"
+                "      --no-cuda-compat       never prefer the image's CUDA compat libraries (docs/cuda-compat.md)\n"
                 "      --mps-pipe-dir=DIR     the MPS pipe directory (default /tmp/nvidia-mps)\n"
                 "\n"
                 "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found, 4 requirement not met.\n",
@@ -98,7 +100,9 @@ static int dry_run(const struct cli_globals *g, const struct gh_request *req, co
                 return CLI_EXIT_USAGE;
         }
         gh_layout_detect(fd, &layout);
-        if (gh_plan_for_root(g->root, g->ldcache, NULL, req, &layout, &plan, &err) < 0) {
+        if (gh_plan_for_root(g->root, g->ldcache, NULL, req, &layout, &plan, &err) < 0 ||
+            gh_plan_for_image(&plan, fd, AT_FDCWD, req, &err) < 0) {
+                gh_plan_free(&plan);
                 fprintf(stderr, "gpu-cli: configure: %s\n", err->msg);
                 return gh_error_exit_status(err);
         }

@@ -82,6 +82,9 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         gh_layout_detect(ns.host_rootfs, &layout);
         if (gh_plan_build(droot, drv, &gpus, req, &layout, &plan, err) < 0)
                 goto out;
+        /* The image's CUDA compat libraries are read on the host side too, through the same fd. */
+        if (gh_plan_for_image(&plan, ns.host_rootfs, AT_FDCWD, req, err) < 0)
+                goto out;
         if (req->ldconfig != NULL) {
                 ldconfig_fd = gh_ldconfig_open(req->ldconfig, err);
                 if (ldconfig_fd < 0)
