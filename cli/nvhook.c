@@ -100,14 +100,15 @@ static const char *prog = "nvidia-cdi-hook";
 static void usage(FILE *out)
 {
         fprintf(out,
-                "Usage: %s [--debug] [--quiet] SUBCOMMAND [FLAGS]   (also: nvidia-ctk hook SUBCOMMAND [FLAGS])\n"
+                "Usage: nvidia-cdi-hook [--debug] [--quiet] SUBCOMMAND [FLAGS]\n"
+                "       nvidia-ctk [--debug] hook SUBCOMMAND [FLAGS]      (the older specs' form)\n"
+                "       gpu-cli [--root=DIR] nvidia-cdi-hook SUBCOMMAND [FLAGS]\n"
                 "\n"
                 "gpu-hook's implementation of NVIDIA's CDI hook command line: a CDI spec written by nvidia-ctk,\n"
                 "the Kubernetes device plugin or NVIDIA's DRA driver runs it as a createContainer hook.  It reads\n"
                 "the OCI state on stdin and works only inside the container's root (docs/nvidia-cdi-hook.md).\n"
                 "\n"
-                "Subcommands:\n",
-                prog);
+                "Subcommands:\n");
         for (size_t i = 0; i < GH_ARRAY_SIZE(subcommands); i++)
                 fprintf(out, "  %-34s %s\n", subcommands[i].name, subcommands[i].help);
         fprintf(out, "\n"
@@ -358,45 +359,51 @@ int cli_nvhook(int argc, char **argv, const char *root)
         const char **folders = NULL;
         const char *base = strrchr(argv[0], '/');
         bool debug = false, quiet = false, ctk = false;
-        int i, r = CLI_EXIT_OK;
+        int i = 1, r = CLI_EXIT_OK;
 
         base = base ? base + 1 : argv[0];
         ctk = strcmp(base, "nvidia-ctk") == 0;
         prog = ctk ? "nvidia-ctk hook" : "nvidia-cdi-hook";
         gh_log_set_program(ctk ? "nvidia-ctk" : "nvidia-cdi-hook");
-        for (i = 1; i < argc; i++) {
-                const char *value;
-                char name[128];
-                bool b = true;
+        /* Global flags; in the nvidia-ctk form also after "hook" (where its hook command's are). */
+        for (int pass = 0, done = 0; !done; pass++) {
+                for (; i < argc; i++) {
+                        const char *value;
+                        char name[128];
+                        bool b = true;
 
-                if (!split_flag(argv[i], name, sizeof(name), &value))
-                        break;
-                if (strcmp(name, "debug") == 0 || strcmp(name, "d") == 0 || strcmp(name, "quiet") == 0) {
-                        if (value && parse_bool(value, &b) < 0) {
-                                fprintf(stderr, "%s: invalid boolean value \"%s\" for -%s\n", prog, value, name);
-                                return CLI_EXIT_FAILURE;
+                        if (!split_flag(argv[i], name, sizeof(name), &value))
+                                break;
+                        if (strcmp(name, "debug") == 0 || strcmp(name, "d") == 0 || strcmp(name, "quiet") == 0) {
+                                if (value && parse_bool(value, &b) < 0) {
+                                        fprintf(stderr, "%s: invalid boolean value \"%s\" for -%s\n", prog, value,
+                                                name);
+                                        return CLI_EXIT_FAILURE;
+                                }
+                                *(strcmp(name, "quiet") == 0 ? &quiet : &debug) = b;
+                        } else if (strcmp(name, "driver-root") == 0) {
+                                if (value == NULL && i + 1 < argc)
+                                        value = argv[++i];
+                                if (value == NULL || value[0] != '/') {
+                                        fprintf(stderr, "%s: --driver-root needs an absolute path\n", prog);
+                                        return CLI_EXIT_FAILURE;
+                                }
+                                o.root = value;
+                        } else if (strcmp(name, "version") == 0 || strcmp(name, "v") == 0) {
+                                printf("%s version %s (gpu-hook)\n", ctk ? "nvidia-ctk" : "nvidia-cdi-hook",
+                                       gpuhook_version());
+                                return CLI_EXIT_OK;
+                        } else if (strcmp(name, "help") == 0 || strcmp(name, "h") == 0) {
+                                usage(stdout);
+                                return CLI_EXIT_OK;
+                        } else {
+                                i = skip_unknown(prog, argv[i], value, i, argc, argv);
                         }
-                        *(strcmp(name, "quiet") == 0 ? &quiet : &debug) = b;
-                } else if (strcmp(name, "driver-root") == 0) {
-                        if (value == NULL && i + 1 < argc)
-                                value = argv[++i];
-                        if (value == NULL || value[0] != '/') {
-                                fprintf(stderr, "%s: --driver-root needs an absolute path\n", prog);
-                                return CLI_EXIT_FAILURE;
-                        }
-                        o.root = value;
-                } else if (strcmp(name, "version") == 0 || strcmp(name, "v") == 0) {
-                        printf("%s version %s (gpu-hook)\n", ctk ? "nvidia-ctk" : "nvidia-cdi-hook", gpuhook_version());
-                        return CLI_EXIT_OK;
-                } else if (strcmp(name, "help") == 0 || strcmp(name, "h") == 0) {
-                        usage(stdout);
-                        return CLI_EXIT_OK;
-                } else {
-                        i = skip_unknown(prog, argv[i], value, i, argc, argv);
                 }
-        }
-        gh_log_set_level(quiet ? GH_LOG_ERROR : debug ? GH_LOG_DEBUG : GH_LOG_WARN);
-        if (ctk) {
+                if (!ctk || pass > 0) {
+                        done = 1;
+                        continue;
+                }
                 /* nvidia-ctk's hook command; its other commands are NVIDIA's toolkit, not ours */
                 if (i >= argc || strcmp(argv[i], "hook") != 0) {
                         fprintf(stderr,
@@ -406,6 +413,7 @@ int cli_nvhook(int argc, char **argv, const char *root)
                 }
                 i++;
         }
+        gh_log_set_level(quiet ? GH_LOG_ERROR : debug ? GH_LOG_DEBUG : GH_LOG_WARN);
         if (i >= argc) {
                 gh_warn("no CDI hook specified; nothing done");
                 return CLI_EXIT_OK;
