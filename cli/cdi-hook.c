@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cdi-hook.h"
+#include "config.h" /* GPUHOOK_DEFAULT_CONFIG */
 #include "cleanup.h"
 #include "cli.h"
 #include "log.h"
@@ -26,6 +27,8 @@ static void cdi_hook_usage(FILE *out)
                      "                                 the container was given (config.json linux.devices)\n"
                      "      --cuda-compat=VERSION      prefer the image's CUDA compat libraries when the rule says so\n"
                      "                                 for a host driver VERSION (docs/cuda-compat.md)\n"
+                     "      --config=FILE              gpu-hook's configuration, for its cuda-compat key\n"
+                     "                                 (default " GPUHOOK_DEFAULT_CONFIG ")\n"
                      "\n"
                      "The image's /etc/ld.so.cache entries are kept; the image's ldconfig is never run.  Its own\n"
                      "environment is ignored.  It refuses to run outside the container's mount namespace.\n"
@@ -33,7 +36,7 @@ static void cdi_hook_usage(FILE *out)
                      "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
-enum { OPT_LINK = 1000, OPT_LIBRARY, OPT_LIBRARY32, OPT_MASK_PROC, OPT_CUDA_COMPAT };
+enum { OPT_LINK = 1000, OPT_LIBRARY, OPT_LIBRARY32, OPT_MASK_PROC, OPT_CUDA_COMPAT, OPT_CONFIG };
 
 static int add_pair(const char *opt, char *arg, bool b_abs, struct gh_cdi_pair **v, size_t *n)
 {
@@ -69,6 +72,7 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                 { "library32", required_argument, NULL, OPT_LIBRARY32 },
                 { "mask-proc", no_argument, NULL, OPT_MASK_PROC },
                 { "cuda-compat", required_argument, NULL, OPT_CUDA_COMPAT },
+                { "config", required_argument, NULL, OPT_CONFIG },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -93,6 +97,7 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                         break;
                 case OPT_MASK_PROC: o.mask_proc = true; break;
                 case OPT_CUDA_COMPAT: o.compat_driver = optarg; break;
+                case OPT_CONFIG: o.config = optarg; break;
                 case 'h':
                         cdi_hook_usage(stdout);
                         r = CLI_EXIT_OK;

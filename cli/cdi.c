@@ -174,6 +174,8 @@ static char *spec_text(json_t *spec)
         return strcat(grown, "\n");
 }
 
+char *cli_cdi_text(json_t *spec) { return spec_text(spec); }
+
 int cli_cdi_write(json_t *spec, const char *path, struct stat *st, gh_error_t *err)
 {
         _cleanup_free_ char *text = spec_text(spec);

@@ -65,6 +65,8 @@ struct stat;
 #define CLI_CDI_MPS_SPEC_FMT "/var/run/cdi/%s-%s-mps-%s.json"
 int cli_cdi_read(const char *path, json_t **out, gh_error_t *err);
 int cli_cdi_write(json_t *spec, const char *path, struct stat *st, gh_error_t *err);
+/* The spec as the text cli_cdi_write writes (malloc'ed; NULL when out of memory). */
+char *cli_cdi_text(json_t *spec);
 /* The running program's path (/proc/self/exe); -1 with errno. */
 int cli_self_path(char *buf, size_t size);
 

@@ -115,7 +115,8 @@ static void usage(FILE *out)
                      "Flags:\n"
                      "  -d, --debug          debug messages on stderr\n"
                      "      --quiet          errors only\n"
-                     "      --driver-root=DIR  where /proc/driver/nvidia is read (default /; a gpu-hook extension)\n"
+                     "      --driver-root=DIR  where /proc/driver/nvidia is read (default /)      } gpu-hook\n"
+                     "      --config=FILE      gpu-hook's configuration (its cuda-compat key)   } extensions\n"
                      "  -v, --version        print the version\n"
                      "  -h, --help           this help; SUBCOMMAND --help: its flags\n"
                      "\n"
@@ -381,14 +382,14 @@ int cli_nvhook(int argc, char **argv, const char *root)
                                         return CLI_EXIT_FAILURE;
                                 }
                                 *(strcmp(name, "quiet") == 0 ? &quiet : &debug) = b;
-                        } else if (strcmp(name, "driver-root") == 0) {
+                        } else if (strcmp(name, "driver-root") == 0 || strcmp(name, "config") == 0) {
                                 if (value == NULL && i + 1 < argc)
                                         value = argv[++i];
                                 if (value == NULL || value[0] != '/') {
-                                        fprintf(stderr, "%s: --driver-root needs an absolute path\n", prog);
+                                        fprintf(stderr, "%s: --%s needs an absolute path\n", prog, name);
                                         return CLI_EXIT_FAILURE;
                                 }
-                                o.root = value;
+                                *(strcmp(name, "config") == 0 ? &o.config : &o.root) = value;
                         } else if (strcmp(name, "version") == 0 || strcmp(name, "v") == 0) {
                                 printf("%s version %s (gpu-hook)\n", ctk ? "nvidia-ctk" : "nvidia-cdi-hook",
                                        gpuhook_version());

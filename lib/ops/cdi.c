@@ -242,6 +242,13 @@ static json_t *hook(const struct cdi_ctx *c)
                         goto fail;
         if (p->mask_proc && append_new(args, json_string("--mask-proc")) < 0)
                 goto fail;
+        /* CUDA forward compatibility is decided per image, when the hook runs (docs/cuda-compat.md). */
+        for (size_t i = 0; i < p->nlibs; i++)
+                if (!p->libs[i].compat32 && strcmp(p->libs[i].soname, "libcuda.so.1") == 0 && p->driver_version) {
+                        if (arg_add(args, "cuda-compat", p->driver_version, NULL) < 0)
+                                goto fail;
+                        break;
+                }
         /* The hook's environment is ours to choose: the runtime's would otherwise leak in. */
         if (append_new(env, json_string("PATH=/usr/sbin:/usr/bin:/sbin:/bin")) < 0)
                 goto fail;
