@@ -240,8 +240,6 @@ static json_t *hook(const struct cdi_ctx *c)
                 if (arg_add(args, p->libs[i].compat32 ? "library32" : "library", p->libs[i].soname, p->libs[i].path) <
                     0)
                         goto fail;
-        if (p->mask_proc && append_new(args, json_string("--mask-proc")) < 0)
-                goto fail;
         /* CUDA forward compatibility is decided per image, when the hook runs (docs/cuda-compat.md). */
         for (size_t i = 0; i < p->nlibs; i++)
                 if (!p->libs[i].compat32 && strcmp(p->libs[i].soname, "libcuda.so.1") == 0 && p->driver_version) {
@@ -249,6 +247,8 @@ static json_t *hook(const struct cdi_ctx *c)
                                 goto fail;
                         break;
                 }
+        if (p->mask_proc && append_new(args, json_string("--mask-proc")) < 0)
+                goto fail;
         /* The hook's environment is ours to choose: the runtime's would otherwise leak in. */
         if (append_new(env, json_string("PATH=/usr/sbin:/usr/bin:/sbin:/bin")) < 0)
                 goto fail;
