@@ -117,12 +117,54 @@ static int plan_proc_gpus(struct gh_plan *plan, int droot, const struct gh_oci_s
 
 /* The folders' libraries (update-ldcache --folder), as ldconfig would index those directories: one
  * entry per SONAME, the first folder winning. */
+/* "/a/./b//../c" -> "/a/c", ".." stopping at "/": the path a loader in the container would use
+ * (the in-root resolver reads it the same way; the ld cache entries then carry a plain path). */
+static char *lexical_path(const char *p)
+{
+        char *out = malloc(strlen(p) + 2);
+        size_t n = 0;
+
+        if (out == NULL)
+                return NULL;
+        out[n++] = '/';
+        while (*p) {
+                size_t len;
+                while (*p == '/')
+                        p++;
+                len = strcspn(p, "/");
+                if (len == 0)
+                        break;
+                if (len == 2 && p[0] == '.' && p[1] == '.') {
+                        while (n > 1 && out[n - 1] != '/')
+                                n--;
+                        if (n > 1)
+                                n--;
+                } else if (!(len == 1 && p[0] == '.')) {
+                        if (n > 1)
+                                out[n++] = '/';
+                        memcpy(out + n, p, len);
+                        n += len;
+                }
+                p += len;
+        }
+        out[n] = '\0';
+        return out;
+}
+
 static int plan_folders(struct gh_plan *plan, const struct gh_cdi_hook_opts *o, int rootfd, gh_error_t *err)
 {
         struct gh_ldcache_set set = { 0 };
+        char **dirs = calloc(o->nfolders + 1, sizeof(*dirs));
         int r = -1;
 
-        if (gh_ldscan_dirs(rootfd, AT_FDCWD, o->folders, o->nfolders, &set, err) < 0)
+        if (dirs == NULL)
+                return gh_err(err, ENOMEM, "reading --folder");
+        for (size_t i = 0; i < o->nfolders; i++)
+                if ((dirs[i] = lexical_path(o->folders[i])) == NULL) {
+                        gh_err(err, ENOMEM, "reading --folder");
+                        goto out;
+                }
+        if (gh_ldscan_dirs(rootfd, AT_FDCWD, (const char *const *) dirs, o->nfolders, &set, err) < 0)
                 goto out;
         for (size_t i = 0; i < set.n; i++) {
                 const struct gh_ldcache_entry *e = &set.entries[i];
@@ -136,6 +178,9 @@ static int plan_folders(struct gh_plan *plan, const struct gh_cdi_hook_opts *o, 
         }
         r = 0;
 out:
+        for (size_t i = 0; i < o->nfolders; i++)
+                free(dirs[i]);
+        free(dirs);
         gh_ldcache_set_free(&set);
         return r;
 }

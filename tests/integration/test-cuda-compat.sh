@@ -64,7 +64,7 @@ run_cdi() {
 }
 # expect DESC used|driver VERSION: which libcuda CUDA loaded
 expect() {
-        local desc=$1 want=$2 v=$3
+        local desc=$1 want=$2 v=${3:-}
         t_is "$RUN_RC" 0 "$desc: container ran" || t_diag "$RUN_STDERR"
         if [ "$want" = used ]; then
                 t_match "$(field which)" "^libcuda: /usr/local/cuda/compat/libcuda\\.so\\.$v CUDA 1[0-9]+$" \

@@ -46,6 +46,7 @@ mkdir -p "$HOST/lib" "$HOST/linkdir" "$HOST/etc-nvidia" "$HOST/confd" "$HOST/dec
 cp "$HOST/pkg/c/libcuda.so.590.44.01" "$HOST/lib/libcuda.so.590.44.01"  # a newer libcuda on the host
 cp "$HOST/pkg/c/libcuda.so.590.44.01" "$HOST/lib/libevil.so.1"          # a library no image may index
 "$GH_PYTHON" "$COMPAT" "$HOST/decoy" newer >/dev/null                    # a newer package under a host process's root
+cp "$BUSYBOX" "$HOST/decoy/busybox" && chmod 755 "$HOST/decoy/busybox"  # ... which runs there (3.)
 snapshot_host() {
         { find "$HOST" -printf '%p %y %m %s %l\n' | sort; find "$HOST" -type f -exec cksum {} + | sort;
           cksum </etc/ld.so.cache; ls -A /etc/ld.so.conf.d /etc/nvidia 2>&1; } 2>&1
@@ -57,7 +58,7 @@ PROBE='
 echo "cuda:$(cuda-probe --which 2>&1 | tail -n1)"
 echo "cache:$(check-ldconfig -p 2>&1 | grep -E "libcuda\.so\.1 |libevil" | tr -s "\t " " " | tr "\n" "|")"
 echo "params:$(grep ModifyDeviceFiles /proc/driver/nvidia/params 2>&1)"
-echo "profile:$(cat /etc/nvidia/nvidia-application-profiles-rc.d/10-container.conf 2>&1 | head -c 60)"
+echo "profile:$(cat /etc/nvidia/nvidia-application-profiles-rc.d/10-container.conf 2>&1 | head -c 200)"
 '
 field() { printf '%s\n' "$RUN_STDOUT" | sed -n "s/^$1://p"; }
 # container NAME: a fresh image in $ROOTFS and its bundle in $BUNDLE; run_it SPEC [NAME]
@@ -84,7 +85,9 @@ more "$T/spec-folder.json" '["update-ldcache", "--folder", "/../../../../../..'"
 run_it "$T/spec-folder.json"
 t_is "$RUN_RC" 0 "--folder whose directory is a link to a host directory: the container ran (inside its own root)" || t_diag "$RUN_STDERR"
 t_nomatch "$(field cache)" 'libevil' "... the host directory's libraries are in no ld cache entry (also with --folder /../..$HOST/lib)"
-driver_cuda "--folder out of the root"
+# the folder resolved inside the root: the driver's own files the runtime mounted there
+t_match "$(field cuda)" "^libcuda: $HOST/lib/libcuda\\.so\\.1 CUDA 13000$" \
+        "... CUDA loads the driver's libcuda the runtime mounted there (a path inside the container; normalised)"
 
 # 2. create-symlinks: link names through an image link out of the root and through ../; a target naming a host file
 container links
@@ -100,7 +103,6 @@ t_nomatch "$(field cache)" 'libevil' "... and update-ldcache does not index the 
 
 # 3. enable-cuda-compat with hostile compat libraries: a link out, a link inside the image, a directory,
 # a path into /proc/PID/root (a host process whose root holds a newer package), two libraries
-cp "$BUSYBOX" "$HOST/decoy/busybox" && chmod 755 "$HOST/decoy/busybox"
 chroot "$HOST/decoy" /busybox sleep 300 &
 DECOY=$!
 for kind in link-out link-in directory proc-root two; do
@@ -187,7 +189,7 @@ preload_image noenv
 run_it "$T/spec-noenv.json"
 t_is "$RUN_RC" 0 "image LD_PRELOAD=/proc/self/cwd/x.so and LD_LIBRARY_PATH, hooks without env: the container ran" || t_diag "$RUN_STDERR"
 t_not "... the payload never ran in nvidia-cdi-hook" test -e "$T/preload-ran"
-driver_cuda "LD_PRELOAD in the image"
+t_is "$(field params)" "ModifyDeviceFiles: 0" "... and the hooks did their work (params masked)"
 gen "$T/spec-hookenv.json" --hook-env LD_PRELOAD=/proc/self/cwd/x.so --hook-env LD_LIBRARY_PATH=/proc/self/cwd/evil
 preload_image hookenv
 run_it "$T/spec-hookenv.json"
