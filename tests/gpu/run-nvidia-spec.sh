@@ -19,7 +19,10 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 FAKE=0
 [ "${1:-}" = --fake ] && FAKE=1
-[ $FAKE = 1 ] && GH_KIT_OPTIONAL=1
+# --fake needs a build tree (the fake driver is built there)
+if [ $FAKE = 1 ] && [ -z "${GH_BUILD_DIR:-}" ] && [ -x "$here/../../build/cli/gpu-cli" ]; then
+        export GH_BUILD_DIR=$(cd "$here/../../build" && pwd)
+fi
 . "$here/kit.sh"
 for f in "$REPO/bench/common.sh" "$KIT/bench/common.sh"; do [ -f "$f" ] && { . "$f"; break; }; done
 pick() { for f in "$@"; do [ -e "$f" ] && { echo "$f"; return; }; done; echo "$1"; }
@@ -29,10 +32,7 @@ SAMPLE=$(pick "$REPO/tests/data/nvidia-ctk-1.18-h200.json" "$KIT/tests/data/nvid
 if [ "$KIT_MODE" = kit ]; then
         NVHOOK=${NVIDIA_CDI_HOOK:-$KIT/bin/nvidia-cdi-hook}
 else
-        GH_BUILD_DIR=${GH_BUILD_DIR:-$(ls -d "$REPO"/build 2>/dev/null)}
         NVHOOK=${NVIDIA_CDI_HOOK:-$GH_BUILD_DIR/cli/nvidia-cdi-hook}
-        GPU_CLI=${GPU_CLI:-$GH_BUILD_DIR/cli/gpu-cli}
-        GPU_HOOK=${GPU_HOOK:-$GH_BUILD_DIR/hook/gpu-hook}
 fi
 t_need_root
 [ -x "$NVHOOK" ] || t_skip_all "no nvidia-cdi-hook at $NVHOOK (build it, or tests/gpu/prepare.sh)"
