@@ -124,9 +124,14 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
 
         t1 = now_us();
         if (ldconfig_fd >= 0) {
-                const char *dirs[3] = { plan.layout.libdir, NULL, NULL };
+                /* The compat package first: ldconfig's first directory wins a SONAME. */
+                const char *dirs[4] = { NULL, NULL, NULL, NULL };
+                size_t nd = 0;
+                if (plan.compat.used)
+                        dirs[nd++] = plan.compat.dir;
+                dirs[nd++] = plan.layout.libdir;
                 if (gh_request_caps(req) & GH_CAP_COMPAT32)
-                        dirs[1] = plan.layout.libdir32;
+                        dirs[nd++] = plan.layout.libdir32;
                 if (gh_caps_enter(GH_PHASE_LDCONFIG, err) < 0 || gh_ldconfig_run(ldconfig_fd, rootfd, dirs, err) < 0)
                         goto out;
         } else if (plan.nlibs > 0) {

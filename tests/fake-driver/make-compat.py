@@ -84,7 +84,9 @@ def main():
         elif kind == "link-in":
             os.makedirs(root + "/opt/elsewhere", exist_ok=True)
             os.rename(lib, root + "/opt/elsewhere/libcuda.so." + version)
-            os.symlink("/opt/elsewhere/libcuda.so." + version, lib)
+            # relative: it resolves inside the image however it is followed
+            depth = cdir.strip("/").count("/") + 1
+            os.symlink("../" * depth + "opt/elsewhere/libcuda.so." + version, lib)
         elif kind == "link-out":
             if not a.host_file:
                 sys.exit("make-compat.py: link-out needs --host-file")

@@ -98,6 +98,13 @@ t_match "$("$GH_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))[
         "'driver_branches': \\[535, 550, 570, 575, 580, 590\\].*'cuda_version': '13.1'|'cuda_version': '13.1'.*'driver_branches': \\[535, 550, 570, 575, 580, 590\\]" \
         "newer: the plan shows the note's CUDA version and driver branches"
 
+# the host's ldconfig (cli.ldconfig = @/sbin/ldconfig) indexes the compat directory first
+echo '{"cli": {"root": "'"$T/drv"'", "path": "'"$GPU_CLI"'", "ldconfig": "@/sbin/ldconfig"}}' >"$T/hook-ldconfig.json"
+for kind in newer older; do
+        run_hook_path "ldconfig-$kind" "$kind" "$T/hook-ldconfig.json"
+        expect "$kind, hook path with the host's ldconfig" "${WANT[$kind]}" "${VERSION[$kind]}"
+done
+
 run_cdi "nv-rev" newer "$T/nv-rev.json"
 expect "newer, NVIDIA's spec with update-ldcache before enable-cuda-compat" used 590.44.01
 
