@@ -67,7 +67,8 @@ expect() {
         local desc=$1 want=$2 v=${3:-}
         t_is "$RUN_RC" 0 "$desc: container ran" || t_diag "$RUN_STDERR"
         if [ "$want" = used ]; then
-                t_match "$(field which)" "^libcuda: /usr/local/cuda/compat/libcuda\\.so\\.$v CUDA 1[0-9]+$" \
+                # (the host's ldconfig names the SONAME link, our writer the file)
+                t_match "$(field which)" "^libcuda: /usr/local/cuda/compat/libcuda\\.so\\.(1|$v) CUDA 1[0-9]+$" \
                         "$desc: CUDA loads the image's compat libcuda.so.$v"
         else
                 t_match "$(field which)" "^libcuda: ${DRIVER_LIBDIR:-$LIBDIR}/libcuda\\.so\\.1 CUDA 13000$" "$desc: CUDA loads the driver's libcuda"
