@@ -290,6 +290,9 @@ static void test_graphics_utility(void)
 
         if (ok(plan_for(R, "debian", &p, &err, "--device=all", "--utility", NULL) == 0, "--device=all --utility")) {
                 ok(item(&p, "/dev/nvidia0") && item(&p, "/dev/nvidia1") && p.nproc_gpus == 2, "both GPUs");
+                ok(!item(&p, "/dev/nvidia-uvm") && !item(&p, "/dev/nvidia-uvm-tools") &&
+                           !item(&p, "/dev/nvidia-modeset"),
+                   "no nvidia-uvm without compute, no nvidia-modeset without display");
                 it = item(&p, "/usr/bin/nvidia-smi");
                 ok(it && it->role == GH_ROLE_BINARY && it->flags == GH_MNT_FILE, "nvidia-smi at /usr/bin, read-only");
                 ok(ld_entry(&p, "libnvidia-ml.so.1") != NULL, "libnvidia-ml.so.1 in the ld cache");
