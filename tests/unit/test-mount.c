@@ -51,6 +51,20 @@ static const char *flags_of(const char *rel)
         return buf;
 }
 
+/* "shared" or "private" for the mount at path (its mountinfo optional fields), "" when none is. */
+static const char *propagation(const char *path)
+{
+        static char buf[32];
+        char *out = sh_output(
+                "awk -v p='%s' '$5 == p { sub(/ - .*/, \"\"); print (/ shared:/ ? \"shared\" : \"private\") }' "
+                "/proc/self/mountinfo | tail -n 1",
+                path);
+
+        snprintf(buf, sizeof(buf), "%s", out ? strtok(out, "\n") ? out : "" : "");
+        free(out);
+        return buf;
+}
+
 static char *slurp(const char *path)
 {
         static char buf[256];
@@ -123,6 +137,8 @@ static void test_flags(void)
            "a program attaches at a path whose directories do not exist yet");
         is_str(slurp(at(C, "/usr/bin/tool")), "tool v1\n", "the container sees the driver's file");
         is_str(flags_of("/usr/bin/tool"), "ro,nosuid,nodev,exec", "a file (library, program) is ro,nosuid,nodev");
+        is_str(propagation(at(C, "/usr/bin/tool")), "private",
+               "the mount propagates nowhere, though the driver root it comes from is shared");
         fd = open(at(C, "/usr/bin/tool"), O_WRONLY | O_APPEND | O_CLOEXEC);
         ok(fd < 0 && errno == EROFS, "root in the container cannot append to the driver's file (EROFS)");
         if (fd >= 0)
@@ -261,6 +277,10 @@ int main(int argc, char **argv)
                 tap_skip_all(why);
         tap_diag("%s", in_user_ns() ? "in a user namespace of our own" : "as root in a mount namespace of our own");
         /* A shared volume in the container, made before any attach reads the mount table. */
+        /* The driver root is a shared mount, as / is on a systemd host: a bind of it joins its peer
+         * group unless the injection makes the new mount private. */
+        if (mount(D, D, NULL, MS_BIND, NULL) < 0 || mount(NULL, D, NULL, MS_SHARED, NULL) < 0)
+                return printf("Bail out! a shared driver root for the test: %s\n", strerror(errno)), 1;
         if (mount("tmpfs", at(C, "/vol"), "tmpfs", 0, "size=1m") < 0 ||
             mount(NULL, at(C, "/vol"), NULL, MS_SHARED, NULL) < 0)
                 return printf("Bail out! a shared tmpfs for the test: %s\n", strerror(errno)), 1;
