@@ -3,7 +3,8 @@
 # Usage lines and its option list) is documented in that command's section of gpu-cli(1), and
 # every option a section documents is one that COMMAND's --help knows (or a global option); the
 # same for gpu-cli's global options and for gpu-hook(1) against `gpu-hook --help`.  The commands
-# are the ones `gpu-cli --help` lists (and `gpu-cli cdi --help`'s subcommands).
+# are the ones `gpu-cli --help` lists (and `gpu-cli cdi --help`'s subcommands).  gpu-runtime(1)
+# is not checked: gpu-runtime takes runc's arguments and passes --help to the real runtime.
 . "${GH_SOURCE_DIR:?}/tests/lib.sh"
 CLI=${GPU_CLI:?}
 HOOK=${GPU_HOOK:?}
@@ -87,7 +88,7 @@ done
 # A section for a command gpu-cli does not have is stale.
 for title in $(sed -n 's/^## //p' "$MAN/gpu-cli.1.scd" | tr ' ' '+'); do
         title=${title//+/ }
-        case " $commands cdi generate cdi list " in
+        case " $(echo $commands) cdi generate cdi list " in
         *" $title "*) ;;
         *) t_fail "gpu-cli(1) has a section '## $title' for a command gpu-cli --help does not list" ;;
         esac
