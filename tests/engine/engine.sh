@@ -119,12 +119,12 @@ _engine_cleanup() {
 }
 trap _engine_cleanup EXIT
 
-# oci_image_tar ROOTFS NAME OUT: an OCI image layout tarball (one layer) that `ctr images import`
-# takes, for engines without a registry.
+# oci_image_tar ROOTFS NAME OUT [CMD_JSON]: an OCI image layout tarball (one layer) that `ctr images
+# import` takes, for engines without a registry; CMD_JSON is the image's command (["/bin/sh"]).
 oci_image_tar() {
-        "$GH_PYTHON" - "$1" "$2" "$3" <<'PY'
+        "$GH_PYTHON" - "$1" "$2" "$3" "${4:-[\"/bin/sh\"]}" <<'PY'
 import gzip, hashlib, io, json, os, sys, tarfile
-rootfs, name, out = sys.argv[1:]
+rootfs, name, out, cmd = sys.argv[1:]
 raw = io.BytesIO()
 with tarfile.open(fileobj=raw, mode="w") as t:
     t.add(rootfs, arcname=".")
@@ -132,7 +132,7 @@ layer_tar = raw.getvalue()
 layer = gzip.compress(layer_tar, mtime=0)
 def sha(b): return "sha256:" + hashlib.sha256(b).hexdigest()
 config = json.dumps({"architecture": "amd64", "os": "linux",
-                     "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"], "Cmd": ["/bin/sh"]},
+                     "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"], "Cmd": json.loads(cmd)},
                      "rootfs": {"type": "layers", "diff_ids": [sha(layer_tar)]}}).encode()
 manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
                        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": sha(config), "size": len(config)},

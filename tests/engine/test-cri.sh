@@ -1,0 +1,207 @@
+#!/bin/bash
+# The Kubernetes node: containerd 1.7's CRI plugin (Debian 13's, in the engine bed) driven through
+# the CRI API by tests/helpers/cri-client.py, which derives every request from the manifests in
+# contrib/kubernetes/ the way the kubelet does.  containerd's CRI settings are what
+# `gpu-cli setup containerd` writes (CDI on, the "gpu" handler = gpu-runtime) on top of a node
+# config; the GPU comes from each of NVIDIA's device plugin strategies (envvar, volume-mounts,
+# cdi-annotations, cdi-cri, emulated by the client), from a claim spec shaped like NVIDIA's DRA
+# driver's, and an MPS group joins through a pod annotation.  Fake driver, two GPUs; every case
+# asks for GPU 1 and checks what a user sees in the container.
+[ -n "${GH_BED:-}" ] || exec bash "${GH_BED_RUN:-${GH_SOURCE_DIR:?}/tests/engine/bed-run.sh}" --test -- "$(realpath "$0")" "$@"
+. "${GH_SOURCE_DIR:?}/tests/lib.sh"
+t_need_root
+
+. "$GH_SOURCE_DIR/tests/engine/engine.sh"
+. "$GH_SOURCE_DIR/tests/engine/k8s.sh"
+t_need_cmd containerd ctr runc kubectl python3
+CRI_PROTO=/usr/share/gocode/src/k8s.io/cri-api/pkg/apis/runtime/v1/api.proto
+[ -r "$CRI_PROTO" ] || t_skip_all "the bed has no CRI api.proto (golang-github-kubernetes-cri-api-dev)"
+python3 -c 'import grpc, grpc_tools' 2>/dev/null || t_skip_all "the bed has no python3-grpcio/python3-grpc-tools"
+K8S=$GH_SOURCE_DIR/contrib/kubernetes
+CLIENT=$GH_SOURCE_DIR/tests/helpers/cri-client.py
+
+engine_setup
+IMAGE=$(sed -n 's/^ *image: *//p' "$K8S/examples/pod-cdi.yaml" | head -n1)
+PAUSE=registry.k8s.io/pause:3.10 # kubelet 1.32's sandbox image, made here from busybox
+
+# The node: containerd's own config (paths, what this machine needs) and then gpu-cli's setup on it
+CTD=$T/ctd CRI_SOCK=$T/ctd/cri.sock
+mkdir -p "$CTD" /etc/cdi /var/run/cdi
+cat >"$CTD/config.toml" <<EOF
+version = 2
+root = "$CTD/root"
+state = "$CTD/state"
+[grpc]
+  address = "$CRI_SOCK"
+[ttrpc]
+  address = "$CRI_SOCK.ttrpc"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE"
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "native"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "/etc/cni/net.d"
+EOF
+cp "$CTD/config.toml" "$CTD/config.toml.node"
+t_ok "gpu-cli setup containerd on the node's config.toml" \
+        "$GPU_CLI" setup containerd --config="$CTD/config.toml" --runtime-path="$GH_ENGINE_RUNTIME" --hook-path="$GH_ENGINE_HOOK"
+dump=$(containerd --config "$CTD/config.toml" config dump 2>&1)
+t_match "$dump" '^ *enable_cdi = true' "containerd 1.7 reads it: enable_cdi = true"
+t_match "$dump" "^ *BinaryName = \"$GH_ENGINE_RUNTIME\"" "... the gpu handler's BinaryName is gpu-runtime"
+t_match "$dump" "^ *sandbox_image = \"$PAUSE\"" "... and the node's own CRI settings are still there"
+t_match "$dump" 'runtimes\.runc\]' "... and the runc handler (the default) too"
+
+engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GH_ENGINE_HOOK\"}, \"mps\": {\"dir\": \"$T/mps\"}}"
+t_ok "CDI spec: gpu-cli cdi generate into /etc/cdi" "$GPU_CLI" --root="$DRV" cdi generate --output=/etc/cdi/nvidia.com-gpu.json
+
+make_busybox_rootfs "$T/pauseroot" || t_fatal "cannot build the pause rootfs"
+oci_image_tar "$T/pauseroot" "$PAUSE" "$T/pause.tar" '["/bin/sleep", "2147483647"]' || t_fatal "cannot build the pause image"
+oci_image_tar "$IMGROOT" "$IMAGE" "$T/image.tar" || t_fatal "cannot build the test image"
+
+containerd --config "$CTD/config.toml" >>"$T/containerd.log" 2>&1 &
+CTD_PID=$!
+CRI=(python3 "$CLIENT" --socket="$CRI_SOCK" --stubs="$T/stubs")
+_daemon_ready "$CTD_PID" "$T/containerd.log" "${CRI[@]}" version || t_fatal "containerd's CRI did not answer"
+for img in pause image; do
+        ctr -a "$CRI_SOCK" -n k8s.io images import --snapshotter native "$T/$img.tar" >"$T/import.log" 2>&1 ||
+                { t_diag_file "$T/import.log"; t_fatal "ctr images import $img"; }
+done
+t_match "$("${CRI[@]}" version)" '"runtime": "containerd", "version": "v?1\.7\.' "CRI Version: containerd 1.7"
+
+# The manifests, decoded by kubectl (tests/engine/test-k8s-manifests.sh checks them further)
+mkdir -p "$T/m"
+for f in "$K8S"/runtimeclass.yaml "$K8S"/examples/*.yaml; do
+        k8s_json "$f" "$T/m/$(basename "$f" .yaml).json" || { t_diag_file "$T/m/$(basename "$f" .yaml).json.err"; t_fatal "kubectl cannot read $f"; }
+done
+
+PROBE='echo "smi:$(nvidia-smi -L 2>&1 | tr "\n" "|")"; echo "cuda:$(cuda-probe 2>&1 | head -n1)"; echo "dev:$(ls /dev | grep -E "^nvidia" | sort | tr "\n" ",")"; echo "lib:$(ls /usr/lib/x86_64-linux-gnu/ | grep -E "^lib(cuda|nvidia-ml)\.so\.1$" | tr "\n" ",")"; echo "gpus:$(ls /proc/driver/nvidia/gpus 2>&1 | tr "\n" ",")"'
+BUS1=$(basename "$(ls -d "$DRV"/proc/driver/nvidia/gpus/* | sort | sed -n 2p)")
+PROBE_JSON=$(printf '%s' "$PROBE" | python3 -c 'import json,sys; print(json.dumps(["/bin/sh", "-c", sys.stdin.read()]))')
+CGP=/gh-cri-$$
+N=0
+# pod MANIFEST [cri-client run options]: runs the pod; RUN_RC, RUN_OUT (the JSON), RUN_ERR, LOG
+pod() {
+        local m=$1
+        shift
+        N=$((N + 1))
+        timeout -k 5 120 "${CRI[@]}" run "$T/m/$m.json" --runtime-class="$T/m/runtimeclass.json" --host-network \
+                --cgroup-parent="$CGP" --log-dir="$T/logs" "$@" >"$T/.run.out" 2>"$T/.run.err" </dev/null
+        RUN_RC=$?
+        RUN_OUT=$(cat "$T/.run.out") RUN_ERR=$(cat "$T/.run.err")
+        LOG=$(printf '%s' "$RUN_OUT" | python3 -c 'import json, sys
+try: print(json.load(sys.stdin)["containers"][0].get("log") or "", end="")
+except Exception: pass')
+        EXIT=$(printf '%s' "$RUN_OUT" | python3 -c 'import json, sys
+try: print(json.load(sys.stdin)["containers"][0].get("exit_code"))
+except Exception: print("none")')
+}
+field() { printf '%s\n' "$LOG" | sed -n "s/^$1://p"; }
+
+# gpu1 DESC [NODES]: the probe's output is GPU 1 and only GPU 1, with the driver's libraries working.
+# NODES: the /dev/nvidia* list; a CDI spec for every capability (the default) adds nvidia-modeset.
+HOOK_NODES=nvidia-uvm,nvidia-uvm-tools,nvidia1,nvidiactl,
+CDI_NODES=nvidia-modeset,$HOOK_NODES
+gpu1() {
+        t_is "$RUN_RC:$EXIT" 0:0 "$1: the pod ran" || { t_diag "$RUN_ERR" "$RUN_OUT"; return 1; }
+        t_is "$(field smi | tr '|' '\n' | grep -c '^GPU ')" 1 "$1: nvidia-smi lists one GPU"
+        t_match "$(field smi)" "$UUID1" "$1: ... GPU 1"
+        t_match "$(field cuda)" '^CUDA OK: 1 device' "$1: libcuda.so.1 loads through the ld cache and sees one GPU"
+        t_is "$(field dev)" "${2:-$HOOK_NODES}" "$1: device nodes ${2:-$HOOK_NODES} only"
+        t_is "$(field lib)" "libcuda.so.1,libnvidia-ml.so.1," "$1: the driver's libraries are in the library directory"
+        t_is "$(field gpus)" "$BUS1," "$1: /proc/driver/nvidia/gpus has GPU 1 only"
+}
+# as_is MANIFEST DESC OPTIONS...: the manifest's own command (nvidia-smi -L) prints GPU 1
+as_is() {
+        local m=$1 desc=$2
+        shift 2
+        pod "$m" "$@"
+        t_is "$RUN_RC:$EXIT:$(printf '%s\n' "$LOG" | grep -c '^GPU ')" 0:0:1 "$desc: the manifest's own nvidia-smi -L lists one GPU" ||
+                t_diag "$RUN_ERR" "$LOG"
+        t_match "$LOG" "$UUID1" "$desc: ... GPU 1"
+}
+
+# ---- NVIDIA's device plugin, four strategies ------------------------------------------------
+as_is pod-runtimeclass "envvar" --device-plugin=envvar --gpus="$UUID1,$UUID0"
+pod pod-runtimeclass --device-plugin=envvar --gpus="$UUID1,$UUID0" --command="$PROBE_JSON"
+gpu1 "envvar (runtime handler gpu)"
+
+engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GH_ENGINE_HOOK\"}, \"accept-visible-devices-as-volume-mounts\": true, \"accept-visible-devices-envvar-when-unprivileged\": false}"
+as_is pod-runtimeclass "volume-mounts" --device-plugin=volume-mounts --gpus="$UUID1,$UUID0"
+pod pod-runtimeclass --device-plugin=volume-mounts --gpus="$UUID1,$UUID0" --command="$PROBE_JSON"
+gpu1 "volume-mounts (runtime handler gpu)"
+# The point of the strategy: an unprivileged pod that sets NVIDIA_VISIBLE_DEVICES itself gets nothing
+python3 -c 'import json, sys
+p = json.load(open(sys.argv[1])); c = p["spec"]["containers"][0]
+del c["resources"]; c["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
+p["metadata"]["name"] = "own-env"; json.dump(p, open(sys.argv[2], "w"))' "$T/m/pod-runtimeclass.json" "$T/m/own-env.json"
+pod own-env --command="$PROBE_JSON"
+t_is "$RUN_RC:$EXIT:$(field dev)" "0:0:" "volume-mounts: a pod's own NVIDIA_VISIBLE_DEVICES=all is ignored (no device node)" || t_diag "$RUN_ERR"
+t_match "$(field cuda)" "cannot load libcuda.so.1" "... and no driver library"
+engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GH_ENGINE_HOOK\"}, \"mps\": {\"dir\": \"$T/mps\"}}"
+
+: >"$T/hook.log"
+as_is pod-cdi "cdi-annotations" --device-plugin=cdi-annotations --gpus="$UUID1,$UUID0"
+pod pod-cdi --device-plugin=cdi-annotations --gpus="$UUID1,$UUID0" --command="$PROBE_JSON"
+gpu1 "cdi-annotations (no RuntimeClass, containerd applies the spec)" "$CDI_NODES"
+as_is pod-cdi "cdi-cri" --device-plugin=cdi-cri --gpus="$UUID1,$UUID0"
+pod pod-cdi --device-plugin=cdi-cri --gpus="$UUID1,$UUID0" --command="$PROBE_JSON"
+gpu1 "cdi-cri (CDI_devices field)" "$CDI_NODES"
+t_is "$(wc -c <"$T/hook.log")" 0 "the CDI pods never ran gpu-hook (containerd and the spec's cdi-hook did it all)"
+
+# ---- a DRA claim spec shaped like NVIDIA's DRA driver's ---------------------------------------
+CLAIM_UID=$(python3 -c 'import uuid; print(uuid.uuid4())')
+python3 - "$CLAIM_UID" "$UUID1" /etc/cdi/nvidia.com-gpu.json "/var/run/cdi/k8s.gpu.nvidia.com-claim_$CLAIM_UID.json" <<'PY'
+import json, sys
+uid, gpu, main, out = sys.argv[1:]
+s = json.load(open(main))
+dev = next(d for d in s["devices"] if d["name"] == gpu)
+claim = {"cdiVersion": s["cdiVersion"], "kind": "k8s.gpu.nvidia.com/claim",
+         "devices": [{"name": f"{uid}-gpu-0", "containerEdits": dev["containerEdits"]}],
+         "containerEdits": s["containerEdits"]}
+json.dump(claim, open(out, "w"), indent=2)
+PY
+as_is pod-dra "DRA claim" --claim="gpu=k8s.gpu.nvidia.com/claim=$CLAIM_UID-gpu-0"
+pod pod-dra --claim="gpu=k8s.gpu.nvidia.com/claim=$CLAIM_UID-gpu-0" --command="$PROBE_JSON"
+gpu1 "DRA claim k8s.gpu.nvidia.com/claim=<uid>-gpu-0" "$CDI_NODES"
+rm -f "/var/run/cdi/k8s.gpu.nvidia.com-claim_$CLAIM_UID.json"
+
+# ---- an MPS group joined by the pod annotation -----------------------------------------------
+MPS=("$GPU_CLI" --root="$DRV" mps --dir="$T/mps")
+t_ok "mps start team on GPU 1" "${MPS[@]}" start team --device=1 --cdi-spec=none
+dpid=$(sed -n 's/^pid=//p' "$T/mps/team/group")
+MPSPROBE='echo "mps:$(ls /tmp/nvidia-mps 2>&1 | tr "\n" ",")"; echo "shm:$(ls /dev/shm 2>&1 | tr "\n" ",")"; echo "dev:$(ls /dev | grep -E "^nvidia" | sort | tr "\n" ",")"'
+pod pod-mps --device-plugin=envvar --gpus="$UUID1" --command="$(printf '%s' "$MPSPROBE" | python3 -c 'import json,sys; print(json.dumps(["/bin/sh", "-c", sys.stdin.read()]))')"
+t_is "$RUN_RC:$EXIT" 0:0 "MPS pod (annotation org.gpu-hook.mps-group=team): ran" || t_diag "$RUN_ERR" "$RUN_OUT"
+t_match "$(field mps)" "^control," "... /tmp/nvidia-mps is the group's pipe directory"
+t_match "$(field shm)" "fake-mps-control.$dpid" "... /dev/shm is the group's"
+t_match "$(field dev)" "nvidia1," "... with GPU 1"
+pod pod-mps --device-plugin=envvar --gpus="$UUID0" --command="$PROBE_JSON"
+t_is "$RUN_RC" 1 "MPS pod given GPU 0 while the group is on GPU 1: refused"
+t_match "$RUN_ERR" "team" "... with gpu-hook's message naming the group"
+t_ok "mps stop team" "${MPS[@]}" stop team
+
+# ---- what must fail, and what must stay empty ----------------------------------------------
+pod pod-cdi --device-plugin=cdi-cri --gpus=GPU-00000000-dead-beef-0000-000000000000 --command="$PROBE_JSON"
+t_is "$RUN_RC" 1 "cdi-cri with a device no spec has: CreateContainer fails"
+t_match "$RUN_ERR" "unresolvable CDI devices nvidia.com/gpu=GPU-00000000-dead-beef" "... with containerd's message naming the device"
+python3 -c 'import json, sys
+p = json.load(open(sys.argv[1])); del p["spec"]["containers"][0]["resources"]
+p["metadata"]["name"] = "no-gpu"; json.dump(p, open(sys.argv[2], "w"))' "$T/m/pod-runtimeclass.json" "$T/m/no-gpu.json"
+for handler in gpu default; do
+        [ $handler = default ] && python3 -c 'import json, sys
+p = json.load(open(sys.argv[1])); del p["spec"]["runtimeClassName"]; json.dump(p, open(sys.argv[1], "w"))' "$T/m/no-gpu.json"
+        pod no-gpu --command="$PROBE_JSON"
+        t_is "$RUN_RC:$EXIT:$(field dev)" "0:0:" "a pod without a GPU request ($handler handler): no device node" || t_diag "$RUN_ERR"
+        t_match "$(field cuda)" "cannot load libcuda.so.1" "... no driver library"
+        t_match "$(field smi)" "not found" "... no nvidia-smi"
+done
+
+t_is "$(ctr -a "$CRI_SOCK" -n k8s.io containers ls -q | grep -v -c "^$")" 0 "every container and sandbox was removed through the CRI"
+_daemon_stop "$CTD_PID"
+CTD_PID=
+for d in /sys/fs/cgroup/*"$CGP" /sys/fs/cgroup/*/"$CGP"; do
+        [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+done
+t_done
