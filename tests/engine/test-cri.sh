@@ -1,9 +1,9 @@
 #!/bin/bash
 # The Kubernetes node: containerd 1.7's CRI plugin (Debian 13's, in the engine bed) driven through
 # the CRI API by tests/helpers/cri-client.py, which derives every request from the manifests in
-# contrib/kubernetes/ the way the kubelet does.  containerd's CRI settings are what
-# `gpu-cli setup containerd` writes (CDI on, the "gpu" handler = gpu-runtime) on top of a node
-# config; the GPU comes from each of NVIDIA's device plugin strategies (envvar, volume-mounts,
+# contrib/kubernetes/ the way the kubelet does.  gpu-hook goes onto the node the DaemonSet's way
+# (contrib/kubernetes/node-install.sh: /opt/gpu-hook, the CDI spec, `gpu-cli setup containerd` on
+# the node's config.toml: CDI on, the "gpu" handler = gpu-runtime); the GPU comes from each of NVIDIA's device plugin strategies (envvar, volume-mounts,
 # cdi-annotations, cdi-cri, emulated by the client), from a claim spec shaped like NVIDIA's DRA
 # driver's, and an MPS group joins through a pod annotation.  Fake driver, two GPUs; every case
 # asks for GPU 1 and checks what a user sees in the container.
@@ -26,7 +26,7 @@ PAUSE=registry.k8s.io/pause:3.10 # kubelet 1.32's sandbox image, made here from 
 
 # The node: containerd's own config (paths, what this machine needs) and then gpu-cli's setup on it
 CTD=$T/ctd CRI_SOCK=$T/ctd/cri.sock
-mkdir -p "$CTD" /etc/cdi /var/run/cdi
+mkdir -p "$CTD" /var/run/cdi
 cat >"$CTD/config.toml" <<EOF
 version = 2
 root = "$CTD/root"
@@ -45,16 +45,42 @@ state = "$CTD/state"
     conf_dir = "/etc/cni/net.d"
 EOF
 cp "$CTD/config.toml" "$CTD/config.toml.node"
-t_ok "gpu-cli setup containerd on the node's config.toml" \
-        "$GPU_CLI" setup containerd --config="$CTD/config.toml" --runtime-path="$GH_ENGINE_RUNTIME" --hook-path="$GH_ENGINE_HOOK"
+
+# gpu-hook on the node the DaemonSet's way: contrib/kubernetes/node-install.sh from an "image" tree
+# (this build's gpu-cli, and the engine copies of gpu-hook and gpu-runtime) into /opt/gpu-hook
+OPT=/opt/gpu-hook
+mkdir -p "$T/image/bin" "$T/image/share/gpu-hook"
+install -m 755 "$GPU_CLI" "$T/image/bin/gpu-cli"
+install -m 755 "$GH_ENGINE_HOOK" "$T/image/bin/gpu-hook"
+install -m 755 "$GH_ENGINE_RUNTIME" "$T/image/bin/gpu-runtime"
+install -m 755 "$K8S/node-install.sh" "$T/image/share/gpu-hook/node-install.sh"
+# node_config EXTRA: the configuration the engine copies read, naming the installed binaries
+node_config() { engine_write_config "{\"cli\": {\"root\": \"$DRV\", \"path\": \"$OPT/bin/gpu-cli\"}, \"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$OPT/bin/gpu-hook\"}, \"mps\": {\"dir\": \"$T/mps\"}${1:+, $1}}"; }
+node_config
+node_install() {
+        HOST=/ SRC=$T/image DEST=$OPT DRIVER_ROOT=$DRV CONTAINERD_CONFIG=$CTD/config.toml GPU_HOOK_CONFIG=$GH_ENGINE_CONFIG \
+                RESTART=none ONCE=1 sh "$K8S/node-install.sh" "$@" 2>&1
+}
+out=$(node_install install)
+t_is "$?" 0 "node-install.sh install: exit 0" || t_diag "$out"
+t_ok "... gpu-hook is installed in $OPT" test -x "$OPT/bin/gpu-hook" -a -x "$OPT/bin/gpu-runtime" -a -x "$OPT/bin/gpu-cli"
+t_match "$out" "wrote /var/run/cdi/nvidia.com-gpu.json" "... the node's CDI spec is written"
+t_match "$out" "restart containerd for it" "... containerd's config changed, and it says to restart it"
+t_match "$(cat "$CTD/config.toml")" "^  BinaryName = \"$OPT/bin/gpu-runtime\"  # gpu-cli setup containerd" "... the gpu handler runs the installed gpu-runtime"
+out=$(node_install install)
+t_match "$out" "containerd: nothing to change" "node-install.sh install again: nothing to change" || t_diag "$out"
+t_nomatch "$out" "wrote|installed|restart" "... nothing written, no restart"
+out=$(node_install refresh)
+t_match "$out" "is current" "node-install.sh refresh: the spec is current"
+python3 -c 'import json, sys
+s = json.load(open(sys.argv[1])); s["devices"] = s["devices"][1:]; json.dump(s, open(sys.argv[1], "w"))' /var/run/cdi/nvidia.com-gpu.json
+out=$(node_install refresh)
+t_match "$out" "wrote /var/run/cdi/nvidia.com-gpu.json" "... a stale one (a device missing) is written again"
 dump=$(containerd --config "$CTD/config.toml" config dump 2>&1)
 t_match "$dump" '^ *enable_cdi = true' "containerd 1.7 reads it: enable_cdi = true"
-t_match "$dump" "^ *BinaryName = \"$GH_ENGINE_RUNTIME\"" "... the gpu handler's BinaryName is gpu-runtime"
+t_match "$dump" "^ *BinaryName = \"$OPT/bin/gpu-runtime\"" "... the gpu handler's BinaryName is gpu-runtime"
 t_match "$dump" "^ *sandbox_image = \"$PAUSE\"" "... and the node's own CRI settings are still there"
 t_match "$dump" 'runtimes\.runc\]' "... and the runc handler (the default) too"
-
-engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GH_ENGINE_HOOK\"}, \"mps\": {\"dir\": \"$T/mps\"}}"
-t_ok "CDI spec: gpu-cli cdi generate into /etc/cdi" "$GPU_CLI" --root="$DRV" cdi generate --output=/etc/cdi/nvidia.com-gpu.json
 
 make_busybox_rootfs "$T/pauseroot" || t_fatal "cannot build the pause rootfs"
 oci_image_tar "$T/pauseroot" "$PAUSE" "$T/pause.tar" '["/bin/sleep", "2147483647"]' || t_fatal "cannot build the pause image"
@@ -127,7 +153,7 @@ as_is pod-runtimeclass "envvar" --device-plugin=envvar --gpus="$UUID1,$UUID0"
 pod pod-runtimeclass --device-plugin=envvar --gpus="$UUID1,$UUID0" --command="$PROBE_JSON"
 gpu1 "envvar (runtime handler gpu)"
 
-engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GH_ENGINE_HOOK\"}, \"accept-visible-devices-as-volume-mounts\": true, \"accept-visible-devices-envvar-when-unprivileged\": false}"
+node_config '"accept-visible-devices-as-volume-mounts": true, "accept-visible-devices-envvar-when-unprivileged": false'
 as_is pod-runtimeclass "volume-mounts" --device-plugin=volume-mounts --gpus="$UUID1,$UUID0"
 pod pod-runtimeclass --device-plugin=volume-mounts --gpus="$UUID1,$UUID0" --command="$PROBE_JSON"
 gpu1 "volume-mounts (runtime handler gpu)"
@@ -139,7 +165,7 @@ p["metadata"]["name"] = "own-env"; json.dump(p, open(sys.argv[2], "w"))' "$T/m/p
 pod own-env --command="$PROBE_JSON"
 t_is "$RUN_RC:$EXIT:$(field dev)" "0:0:" "volume-mounts: a pod's own NVIDIA_VISIBLE_DEVICES=all is ignored (no device node)" || t_diag "$RUN_ERR"
 t_match "$(field cuda)" "cannot load libcuda.so.1" "... and no driver library"
-engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GH_ENGINE_HOOK\"}, \"mps\": {\"dir\": \"$T/mps\"}}"
+node_config
 
 : >"$T/hook.log"
 as_is pod-cdi "cdi-annotations" --device-plugin=cdi-annotations --gpus="$UUID1,$UUID0"
@@ -152,7 +178,7 @@ t_is "$(wc -c <"$T/hook.log")" 0 "the CDI pods never ran gpu-hook (containerd an
 
 # ---- a DRA claim spec shaped like NVIDIA's DRA driver's ---------------------------------------
 CLAIM_UID=$(python3 -c 'import uuid; print(uuid.uuid4())')
-python3 - "$CLAIM_UID" "$UUID1" /etc/cdi/nvidia.com-gpu.json "/var/run/cdi/k8s.gpu.nvidia.com-claim_$CLAIM_UID.json" <<'PY'
+python3 - "$CLAIM_UID" "$UUID1" /var/run/cdi/nvidia.com-gpu.json "/var/run/cdi/k8s.gpu.nvidia.com-claim_$CLAIM_UID.json" <<'PY'
 import json, sys
 uid, gpu, main, out = sys.argv[1:]
 s = json.load(open(main))
