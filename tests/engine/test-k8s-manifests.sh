@@ -101,12 +101,12 @@ t_is "$(jq_ "$T/runtimeclass.json" 'o["metadata"]["name"], o["handler"]')" "gpu 
 t_match "$(grep -o '"containerd", "runtimes", "gpu"' "$GH_SOURCE_DIR/cli/setup-containerd.c" | head -n1)" . \
         "... the handler gpu-cli setup containerd writes"
 ds='[i for i in o["items"] if i["kind"] == "DaemonSet"][0]["spec"]["template"]["spec"]'
-t_is "$(jq_ "$T/daemonset.json" "$ds['hostPID'], [c['securityContext']['privileged'] for c in $ds['initContainers'] + $ds['containers']], $ds['volumes'][0]['hostPath']['path']")" \
+t_is "$(jq_ "$T/daemonset.json" "${ds}['hostPID'], [c['securityContext']['privileged'] for c in ${ds}['initContainers'] + ${ds}['containers']], ${ds}['volumes'][0]['hostPath']['path']")" \
         "True [True, True] /" "DaemonSet: privileged, host PID namespace, the node's / mounted"
-t_is "$(jq_ "$T/daemonset.json" "sorted(set(c['command'][0] for c in $ds['initContainers'] + $ds['containers']))")" \
+t_is "$(jq_ "$T/daemonset.json" "sorted(set(c['command'][0] for c in ${ds}['initContainers'] + ${ds}['containers']))")" \
         "['/opt/gpu-hook/share/gpu-hook/node-install.sh']" "DaemonSet: both containers run node-install.sh from the image"
 t_match "$(cat "$K8S/Containerfile")" 'node-install.sh /out/opt/gpu-hook/share/gpu-hook/node-install.sh' "... where the Containerfile puts it"
-t_is "$(jq_ "$T/daemonset.json" "[[e['value'] for e in c['env'] if e['name'] == 'HOST'] + [m['mountPath'] for m in c['volumeMounts']] for c in $ds['initContainers'] + $ds['containers']]")" \
+t_is "$(jq_ "$T/daemonset.json" "[[e['value'] for e in c['env'] if e['name'] == 'HOST'] + [m['mountPath'] for m in c['volumeMounts']] for c in ${ds}['initContainers'] + ${ds}['containers']]")" \
         "[['/host', '/host'], ['/host', '/host']]" "DaemonSet: HOST is where the node's / is mounted"
 t_ok "node-install.sh is valid sh" sh -n "$K8S/node-install.sh"
 t_is "$(jq_ "$T/pod-dra.json" '[i["metadata"]["name"] for i in o["items"] if i["kind"] == "ResourceClaimTemplate"] == [c["resourceClaimTemplateName"] for i in o["items"] if i["kind"] == "Pod" for c in i["spec"]["resourceClaims"]]')" \
