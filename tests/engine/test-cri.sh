@@ -13,54 +13,12 @@ t_need_root
 
 . "$GH_SOURCE_DIR/tests/engine/engine.sh"
 . "$GH_SOURCE_DIR/tests/engine/k8s.sh"
-t_need_cmd containerd ctr runc kubectl python3
-CRI_PROTO=/usr/share/gocode/src/k8s.io/cri-api/pkg/apis/runtime/v1/api.proto
-[ -r "$CRI_PROTO" ] || t_skip_all "the bed has no CRI api.proto (golang-github-kubernetes-cri-api-dev)"
-python3 -c 'import grpc, grpc_tools' 2>/dev/null || t_skip_all "the bed has no python3-grpcio/python3-grpc-tools"
-K8S=$GH_SOURCE_DIR/contrib/kubernetes
-CLIENT=$GH_SOURCE_DIR/tests/helpers/cri-client.py
-
+. "$GH_SOURCE_DIR/tests/engine/cri-node.sh"
+why=$(cri_node_missing)
+[ -z "$why" ] || t_skip_all "$why"
 engine_setup
-IMAGE=$(sed -n 's/^ *image: *//p' "$K8S/examples/pod-cdi.yaml" | head -n1)
-PAUSE=registry.k8s.io/pause:3.10 # kubelet 1.32's sandbox image, made here from busybox
-
-# The node: containerd's own config (paths, what this machine needs) and then gpu-cli's setup on it
-CTD=$T/ctd CRI_SOCK=$T/ctd/cri.sock
-mkdir -p "$CTD" /var/run/cdi
-cat >"$CTD/config.toml" <<EOF
-version = 2
-root = "$CTD/root"
-state = "$CTD/state"
-[grpc]
-  address = "$CRI_SOCK"
-[ttrpc]
-  address = "$CRI_SOCK.ttrpc"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$PAUSE"
-  restrict_oom_score_adj = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "native"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "/etc/cni/net.d"
-EOF
+cri_node_prepare || t_fatal "$CRI_ERR"
 cp "$CTD/config.toml" "$CTD/config.toml.node"
-
-# gpu-hook on the node the DaemonSet's way: contrib/kubernetes/node-install.sh from an "image" tree
-# (this build's gpu-cli, and the engine copies of gpu-hook and gpu-runtime) into /opt/gpu-hook
-OPT=/opt/gpu-hook
-mkdir -p "$T/image/bin" "$T/image/share/gpu-hook"
-install -m 755 "$GPU_CLI" "$T/image/bin/gpu-cli"
-install -m 755 "$GH_ENGINE_HOOK" "$T/image/bin/gpu-hook"
-install -m 755 "$GH_ENGINE_RUNTIME" "$T/image/bin/gpu-runtime"
-install -m 755 "$K8S/node-install.sh" "$T/image/share/gpu-hook/node-install.sh"
-# node_config EXTRA: the configuration the engine copies read, naming the installed binaries
-node_config() { engine_write_config "{\"cli\": {\"root\": \"$DRV\", \"path\": \"$OPT/bin/gpu-cli\"}, \"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$OPT/bin/gpu-hook\"}, \"mps\": {\"dir\": \"$T/mps\"}${1:+, $1}}"; }
-node_config
-node_install() {
-        HOST=/ SRC=$T/image DEST=$OPT DRIVER_ROOT=$DRV CONTAINERD_CONFIG=$CTD/config.toml GPU_HOOK_CONFIG=$GH_ENGINE_CONFIG \
-                RESTART=none ONCE=1 sh "$K8S/node-install.sh" "$@" 2>&1
-}
 out=$(node_install install)
 t_is "$?" 0 "node-install.sh install: exit 0" || t_diag "$out"
 t_ok "... gpu-hook is installed in $OPT" test -x "$OPT/bin/gpu-hook" -a -x "$OPT/bin/gpu-runtime" -a -x "$OPT/bin/gpu-cli"
@@ -82,25 +40,8 @@ t_match "$dump" "^ *BinaryName = \"$OPT/bin/gpu-runtime\"" "... the gpu handler'
 t_match "$dump" "^ *sandbox_image = \"$PAUSE\"" "... and the node's own CRI settings are still there"
 t_match "$dump" 'runtimes\.runc\]' "... and the runc handler (the default) too"
 
-make_busybox_rootfs "$T/pauseroot" || t_fatal "cannot build the pause rootfs"
-oci_image_tar "$T/pauseroot" "$PAUSE" "$T/pause.tar" '["/bin/sleep", "2147483647"]' || t_fatal "cannot build the pause image"
-oci_image_tar "$IMGROOT" "$IMAGE" "$T/image.tar" || t_fatal "cannot build the test image"
-
-containerd --config "$CTD/config.toml" >>"$T/containerd.log" 2>&1 &
-CTD_PID=$!
-CRI=(python3 "$CLIENT" --socket="$CRI_SOCK" --stubs="$T/stubs")
-_daemon_ready "$CTD_PID" "$T/containerd.log" "${CRI[@]}" version || t_fatal "containerd's CRI did not answer"
-for img in pause image; do
-        ctr -a "$CRI_SOCK" -n k8s.io images import --snapshotter native "$T/$img.tar" >"$T/import.log" 2>&1 ||
-                { t_diag_file "$T/import.log"; t_fatal "ctr images import $img"; }
-done
+cri_node_start || { t_diag_file "$T/containerd.log"; t_fatal "$CRI_ERR"; }
 t_match "$("${CRI[@]}" version)" '"runtime": "containerd", "version": "v?1\.7\.' "CRI Version: containerd 1.7"
-
-# The manifests, decoded by kubectl (tests/engine/test-k8s-manifests.sh checks them further)
-mkdir -p "$T/m"
-for f in "$K8S"/runtimeclass.yaml "$K8S"/examples/*.yaml; do
-        k8s_json "$f" "$T/m/$(basename "$f" .yaml).json" || { t_diag_file "$T/m/$(basename "$f" .yaml).json.err"; t_fatal "kubectl cannot read $f"; }
-done
 
 PROBE='echo "smi:$(nvidia-smi -L 2>&1 | tr "\n" "|")"; echo "cuda:$(cuda-probe 2>&1 | head -n1)"; echo "dev:$(ls /dev | grep -E "^nvidia" | sort | tr "\n" ",")"; echo "lib:$(ls /usr/lib/x86_64-linux-gnu/ | grep -E "^lib(cuda|nvidia-ml)\.so\.1$" | tr "\n" ",")"; echo "gpus:$(ls /proc/driver/nvidia/gpus 2>&1 | tr "\n" ",")"'
 BUS1=$(basename "$(ls -d "$DRV"/proc/driver/nvidia/gpus/* | sort | sed -n 2p)")

@@ -377,10 +377,14 @@ def cmd_bench(rt, args):
     starts spaced by --space seconds; one sandbox per kind, kept for the whole run."""
     kinds = []
     for spec in args.kinds:
-        name, _, path = spec.partition("=")
-        if not path:
-            raise Usage(f"--kind {spec!r}: want NAME=POD.json")
-        kinds.append((name, Pod(rt, load_pod(path), args, args.log_dir)))
+        name, _, rest = spec.partition("=")
+        path, _, strategy = rest.partition("@")
+        if not path or (strategy and strategy not in STRATEGIES):
+            raise Usage(f"kind {spec!r}: want NAME=POD.json[@STRATEGY], STRATEGY one of {', '.join(STRATEGIES)}")
+        p = Pod(rt, load_pod(path), args, args.log_dir)
+        if strategy:
+            p.plugin = DevicePlugin(strategy, args.gpus, args.cdi_kind)
+        kinds.append((name, p))
     times = {name: [] for name, _ in kinds}
     try:
         for _, p in kinds:
@@ -418,7 +422,8 @@ def parse_args(argv):
         if name == "run":
             p.add_argument("pod", help="the Pod manifest as JSON")
         else:
-            p.add_argument("kinds", nargs="+", metavar="NAME=POD.json")
+            p.add_argument("kinds", nargs="+", metavar="NAME=POD.json[@STRATEGY]",
+                           help="a kind: a pod, and the device plugin strategy for it")
             p.add_argument("--rounds", type=int, default=15)
             p.add_argument("--warmup", type=int, default=2)
             p.add_argument("--space", type=float, default=0.3)
