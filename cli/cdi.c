@@ -15,6 +15,7 @@
 #include "cdi.h"
 #include "cleanup.h"
 #include "cli.h"
+#include "file.h"
 #include "log.h"
 #include "mps.h"
 #include "oci.h"
@@ -101,66 +102,13 @@ int cli_cdi_read(const char *path, json_t **out, gh_error_t *err)
         return 0;
 }
 
-/* mkdir -p for the spec directory (root-owned, 0755). */
-static int make_dirs(const char *dir, gh_error_t *err)
+/* A runtime reading the directory sees the old spec or the new one, never half of one (the
+ * temporary name starts with a dot and has no .json: no CDI reader picks it up); synced, since a
+ * spec in /etc/cdi outlives a reboot; the directory made if missing. */
+static int write_spec_text(const char *path, const char *text, struct stat *st, gh_error_t *err)
 {
-        char buf[PATH_MAX];
-
-        if (snprintf(buf, sizeof(buf), "%s", dir) >= (int) sizeof(buf))
-                return gh_err(err, ENAMETOOLONG, "%s", dir);
-        for (char *p = buf + 1;; p++) {
-                if (*p != '/' && *p != '\0')
-                        continue;
-                char c = *p;
-                *p = '\0';
-                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                        return gh_err(err, errno, "creating %s", buf);
-                *p = c;
-                if (c == '\0')
-                        return 0;
-        }
-}
-
-/* Writes data to path through a temp file in the same directory and rename(): a runtime reading
- * the directory sees the old spec or the new one, never half of one.  *st: the file written. */
-static int write_atomic(const char *path, const char *data, size_t len, struct stat *st, gh_error_t *err)
-{
-        _cleanup_free_ char *copy = strdup(path), *tmp = NULL;
-        _cleanup_close_ int dfd = -1, fd = -1;
-        char *slash, *base;
-        const char *dir;
-
-        if (copy == NULL)
-                return gh_err(err, ENOMEM, "writing %s", path);
-        slash = strrchr(copy, '/');
-        if (slash == NULL) {
-                dir = ".";
-                base = copy;
-        } else {
-                *slash = '\0';
-                dir = slash == copy ? "/" : copy;
-                base = slash + 1;
-        }
-        if (*base == '\0')
-                return gh_err(err, EINVAL, "--output '%s' names a directory; give a file name", path);
-        if (make_dirs(dir, err) < 0)
-                return -1;
-        dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return gh_err(err, errno, "opening %s", dir);
-        /* A dot name without .json/.yaml: no CDI reader picks the temp file up. */
-        if (asprintf(&tmp, ".%s.%d.tmp", base, (int) getpid()) < 0)
-                return gh_err(err, ENOMEM, "writing %s", path);
-        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return gh_err(err, errno, "creating a temp file in %s", dir);
-        if (fchmod(fd, 0644) < 0 || write(fd, data, len) != (ssize_t) len || fsync(fd) < 0 ||
-            (st != NULL && fstat(fd, st) < 0) || renameat(dfd, tmp, dfd, base) < 0) {
-                int e = errno;
-                unlinkat(dfd, tmp, 0);
-                return gh_err(err, e ? e : EIO, "writing %s", path);
-        }
-        return 0;
+        return gh_write_file_at(AT_FDCWD, path, text, strlen(text), 0644,
+                                GH_WRITE_ATOMIC | GH_WRITE_SYNC | GH_WRITE_MKDIR_0755, st, err);
 }
 
 static char *spec_text(json_t *spec)
@@ -180,7 +128,7 @@ int cli_cdi_write(json_t *spec, const char *path, struct stat *st, gh_error_t *e
 
         if (text == NULL)
                 return gh_err(err, ENOMEM, "writing %s", path);
-        return write_atomic(path, text, strlen(text), st, err);
+        return write_spec_text(path, text, st, err);
 }
 
 int cli_self_path(char *buf, size_t size)
@@ -353,7 +301,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                 }
                 return CLI_EXIT_OK;
         }
-        if (write_atomic(output, text, strlen(text), NULL, &err) < 0) {
+        if (write_spec_text(output, text, NULL, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi generate: %s\n", err->msg);
                 return CLI_EXIT_FAILURE;
         }
