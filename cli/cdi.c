@@ -211,13 +211,13 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                                 fprintf(stderr,
                                         "gpu-cli: cdi generate: --device-name-strategy '%s': use index, uuid or index,uuid\n",
                                         optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         break;
                 case OPT_CAPS:
                         if (gh_capability_parse(optarg, GH_CAP_ALL, &o.caps, &err) < 0) {
                                 fprintf(stderr, "gpu-cli: cdi generate: --capabilities: %s\n", err->msg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         break;
                 case OPT_LAYOUT: layout = optarg; break;
@@ -225,7 +225,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                         if (optarg[0] != '/') {
                                 fprintf(stderr, "gpu-cli: cdi generate: --hook-path '%s' must be an absolute path\n",
                                         optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         o.hook_path = optarg;
                         break;
@@ -235,41 +235,41 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                         if (optarg[0] != '/') {
                                 fprintf(stderr, "gpu-cli: cdi generate: --mps-dir '%s' must be an absolute path\n",
                                         optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         o.mps_dir = optarg;
                         break;
-                case 'h': generate_usage(stdout); return CLI_EXIT_OK;
-                default: generate_usage(stderr); return CLI_EXIT_USAGE;
+                case 'h': generate_usage(stdout); return GH_EXIT_OK;
+                default: generate_usage(stderr); return GH_EXIT_USAGE;
                 }
         }
         if (optind != argc) {
                 fprintf(stderr, "gpu-cli: cdi generate takes no argument ('%s'); see 'gpu-cli cdi generate --help'\n",
                         argv[optind]);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (o.mps_dir != NULL && o.mps_group == NULL) {
                 fprintf(stderr, "gpu-cli: cdi generate: --mps-dir is for a group's spec: give --mps-group=NAME too\n");
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (gh_layout_named(layout, &o.layout, &err) < 0 || gh_cdi_check_kind(o.vendor, o.class_, &err) < 0 ||
             (o.mps_group && gh_cdi_check_mps_name(o.mps_group, &err) < 0)) {
                 fprintf(stderr, "gpu-cli: cdi generate: %s\n", err->msg);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (o.hook_path == NULL) {
                 if (cli_self_path(self, sizeof(self)) < 0) {
                         fprintf(stderr,
                                 "gpu-cli: cdi generate: cannot find our own path (%m); pass --hook-path=/usr/bin/gpu-cli\n");
-                        return CLI_EXIT_FAILURE;
+                        return GH_EXIT_FAILURE;
                 }
                 o.hook_path = self;
         }
         if (output == NULL && o.mps_group != NULL) {
                 if (asprintf(&output, CLI_CDI_MPS_SPEC_FMT, o.vendor, o.class_, o.mps_group) < 0)
-                        return CLI_EXIT_FAILURE;
+                        return GH_EXIT_FAILURE;
         } else if (output == NULL && asprintf(&output, "/etc/cdi/%s-%s.json", o.vendor, o.class_) < 0)
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
 
         if (gh_cdi_generate(&o, &spec, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi generate: %s\n", err && err->msg ? err->msg : "failed");
@@ -278,36 +278,36 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
         if (check != NULL) {
                 if (cli_cdi_read(check, &old, &err) < 0) {
                         fprintf(stderr, "gpu-cli: cdi generate --check: %s\n", err->msg);
-                        return CLI_EXIT_FAILURE;
+                        return GH_EXIT_FAILURE;
                 }
                 if (!gh_cdi_same(spec, old, &why)) {
                         fprintf(stderr,
                                 "gpu-cli: cdi generate --check: %s is stale: %s; write it again with 'gpu-cli cdi generate --output=%s'\n",
                                 check, why ? why : "it differs", check);
-                        return CLI_EXIT_FAILURE;
+                        return GH_EXIT_FAILURE;
                 }
                 printf("%s is current\n", check);
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         }
         text = spec_text(spec);
         if (text == NULL) {
                 fprintf(stderr, "gpu-cli: cdi generate: out of memory\n");
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         if (strcmp(output, "-") == 0) {
                 if (fputs(text, stdout) == EOF || fflush(stdout) == EOF) {
                         fprintf(stderr, "gpu-cli: cdi generate: writing to stdout: %m\n");
-                        return CLI_EXIT_FAILURE;
+                        return GH_EXIT_FAILURE;
                 }
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         }
         if (write_spec_text(output, text, NULL, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi generate: %s\n", err->msg);
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         gh_debug("CDI spec %s: %zu devices, cdiVersion %s", output, json_array_size(json_object_get(spec, "devices")),
                  json_string_value(json_object_get(spec, "cdiVersion")));
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }
 
 static int list_file(const char *path, bool json, json_t *out, gh_error_t *err)
@@ -349,7 +349,7 @@ static int cdi_list(int argc, char **argv)
         _cleanup_error_ gh_error_t err = NULL;
         json_t *devices = json_array();
         bool json = false;
-        int c, r = CLI_EXIT_OK;
+        int c, r = GH_EXIT_OK;
 
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (c) {
@@ -357,30 +357,30 @@ static int cdi_list(int argc, char **argv)
                 case 'h':
                         list_usage(stdout);
                         json_decref(devices);
-                        return CLI_EXIT_OK;
+                        return GH_EXIT_OK;
                 default:
                         list_usage(stderr);
                         json_decref(devices);
-                        return CLI_EXIT_USAGE;
+                        return GH_EXIT_USAGE;
                 }
         }
         if (devices == NULL)
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         if (optind < argc) {
-                for (int i = optind; i < argc && r == CLI_EXIT_OK; i++)
+                for (int i = optind; i < argc && r == GH_EXIT_OK; i++)
                         if (list_file(argv[i], json, devices, &err) < 0)
-                                r = CLI_EXIT_FAILURE;
+                                r = GH_EXIT_FAILURE;
         } else {
-                for (size_t k = 0; k < sizeof(spec_dirs) / sizeof(spec_dirs[0]) && r == CLI_EXIT_OK; k++) {
+                for (size_t k = 0; k < sizeof(spec_dirs) / sizeof(spec_dirs[0]) && r == GH_EXIT_OK; k++) {
                         struct dirent **ents = NULL;
                         int n = scandir(spec_dirs[k], &ents, NULL, alphasort);
                         for (int i = 0; i < n; i++) {
                                 char path[PATH_MAX];
                                 const char *name = ents[i]->d_name;
                                 snprintf(path, sizeof(path), "%s/%s", spec_dirs[k], name);
-                                if (r == CLI_EXIT_OK && name[0] != '.' && ends_with(name, ".json") &&
+                                if (r == GH_EXIT_OK && name[0] != '.' && ends_with(name, ".json") &&
                                     list_file(path, json, devices, &err) < 0)
-                                        r = CLI_EXIT_FAILURE;
+                                        r = GH_EXIT_FAILURE;
                                 else if (name[0] != '.' && ends_with(name, ".yaml"))
                                         fprintf(stderr,
                                                 "gpu-cli: cdi list: %s skipped (YAML; gpu-cli reads JSON specs)\n",
@@ -390,22 +390,22 @@ static int cdi_list(int argc, char **argv)
                         free(ents);
                 }
         }
-        if (r != CLI_EXIT_OK) {
+        if (r != GH_EXIT_OK) {
                 fprintf(stderr, "gpu-cli: cdi list: %s\n", err ? err->msg : "failed");
                 json_decref(devices);
                 return r;
         }
         if (json)
-                return cli_print_json(json_pack("{s:o}", "devices", devices)) < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+                return cli_print_json(json_pack("{s:o}", "devices", devices)) < 0 ? GH_EXIT_FAILURE : GH_EXIT_OK;
         json_decref(devices);
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }
 
 int cmd_cdi(int argc, char **argv, const struct cli_globals *g)
 {
         if (argc < 2) {
                 cdi_usage(stderr);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (strcmp(argv[1], "generate") == 0)
                 return cdi_generate(argc - 1, argv + 1, g);
@@ -413,8 +413,8 @@ int cmd_cdi(int argc, char **argv, const struct cli_globals *g)
                 return cdi_list(argc - 1, argv + 1);
         if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
                 cdi_usage(stdout);
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         }
         fprintf(stderr, "gpu-cli: cdi: unknown command '%s'; use generate or list\n", argv[1]);
-        return CLI_EXIT_USAGE;
+        return GH_EXIT_USAGE;
 }
