@@ -20,6 +20,9 @@
 #       --bind-ro PATH         the same, read-only.
 #       --hide-cgroup2         no cgroup2 mount at /sys/fs/cgroup/unified inside (crun 1.21 refuses a
 #                              host with cgroup v1 and v2 both mounted: "hybrid mode not supported").
+#       --cgroup2-only         only the host's cgroup2 hierarchy, at /sys/fs/cgroup: the engines take
+#                              it for a cgroup v2 host (device rules become eBPF programs), though
+#                              the kernel still applies the v1 controllers and no v2 one is enabled.
 #       --host-net             share the host's network namespace (default: a private one, lo up).
 #       --env K=V              set K in CMD's environment; repeatable.
 #   bed_versions               "docker 26.1.5 ..." of the cached bed, one package per line.
@@ -200,6 +203,11 @@ _bed_enter() {
         fi
         if [ "$hide" = 1 ] && mountpoint -q "$r/sys/fs/cgroup/unified"; then
                 umount -l "$r/sys/fs/cgroup/unified" || return 1
+        elif [ "$hide" = 2 ]; then
+                # Only the unified hierarchy, at /sys/fs/cgroup: what a cgroup v2 host looks like.
+                mountpoint -q /sys/fs/cgroup/unified || { echo "bed: no cgroup2 mount at /sys/fs/cgroup/unified" >&2; return 1; }
+                umount -R "$r/sys/fs/cgroup" 2>/dev/null
+                mount --bind /sys/fs/cgroup/unified "$r/sys/fs/cgroup" || return 1
         fi
         _bed_dev "$r/dev" || return 1
         mount --bind "$run/tmp" "$r/tmp" || return 1
@@ -235,6 +243,7 @@ bed_run() {
                 --bind) binds+=("rw:$(realpath -m "$2")"); shift 2 ;;
                 --bind-ro) binds+=("ro:$(realpath -m "$2")"); shift 2 ;;
                 --hide-cgroup2) hide=1; shift ;;
+                --cgroup2-only) hide=2; shift ;;
                 --host-net) hostnet=1; shift ;;
                 --env) envs+=("$2"); shift 2 ;;
                 --) shift; break ;;
