@@ -3,10 +3,15 @@
 # the engine copies of gpu-hook/gpu-runtime read by default, and a private dockerd.
 #
 #   engine_setup                  lock, fake driver in $DRV, $GH_ENGINE_CONFIG written, $IMGROOT built
+#   engine_runtime_json           the "runtime" member of that config: [$ENGINE_OCI], hook-path
 #   docker_start DAEMON_JSON      dockerd on $T/docker.sock, hook dir first on its PATH
 #   dk ARGS...                    the docker client against it
 #   docker_stop                   TERM by PID, wait, then clean what dockerd leaves on the host
 
+# The OCI runtime gpu-runtime execs and podman runs: GH_OCI_RUNTIME (runc or crun; the engines13
+# suite runs the podman suites with both).  RUNC follows it, so lib.sh's runners use it too.
+ENGINE_OCI=${GH_OCI_RUNTIME:-runc}
+[ "$ENGINE_OCI" = runc ] || RUNC=$ENGINE_OCI
 ENGINE_HOOKDIR=$T/hookdir
 DOCKER_SOCK=$T/docker.sock
 DOCKER_PID=
@@ -30,6 +35,8 @@ engine_setup() {
         UUID0=$(sed -n 's/^GPU UUID:[[:space:]]*//p' "$(ls -d "$DRV"/proc/driver/nvidia/gpus/* | sort | head -n1)/information")
         UUID1=$(sed -n 's/^GPU UUID:[[:space:]]*//p' "$(ls -d "$DRV"/proc/driver/nvidia/gpus/* | sort | sed -n 2p)/information")
 }
+
+engine_runtime_json() { printf '"runtime": {"runtimes": ["%s"], "hook-path": "%s"}' "$ENGINE_OCI" "$GPU_HOOK"; }
 
 # engine_write_config EXTRA_JSON_MEMBERS: the shared configuration, with the fake driver root and the
 # build's gpu-cli; EXTRA is merged at the top level ("{}" for nothing).
@@ -93,9 +100,15 @@ docker_start() {
         _daemon_ready "$DOCKER_PID" "$T/dockerd.log" dk info
 }
 
+# Docker 26 bind-mounts its data root onto itself (to make it a shared mount) and leaves that mount
+# behind when it exits; 20.10 did not.  It is dockerd's, not the hook's: take it away with dockerd.
 docker_stop() {
+        [ -n "$DOCKER_PID" ] || return 0
         _daemon_stop "$DOCKER_PID"
         DOCKER_PID=
+        if mountpoint -q "$T/docker/data"; then
+                umount "$T/docker/data"
+        fi
 }
 
 # docker_import NAME: the busybox+glibc rootfs as an image.

@@ -7,7 +7,8 @@
 # cdi-annotations, cdi-cri, emulated by the client), from a claim spec shaped like NVIDIA's DRA
 # driver's, and an MPS group joins through a pod annotation.  Fake driver, two GPUs; every case
 # asks for GPU 1 and checks what a user sees in the container.
-[ -n "${GH_BED:-}" ] || exec bash "${GH_BED_RUN:-${GH_SOURCE_DIR:?}/tests/engine/bed-run.sh}" --test -- "$(realpath "$0")" "$@"
+# Runs inside the engine bed (meson: bed-run.sh --test); started by hand, it enters the bed itself.
+[ -n "${GH_BED:-}" ] || exec bash "${GH_SOURCE_DIR:?}/tests/engine/bed-run.sh" --test -- "$(realpath "$0")" "$@"
 . "${GH_SOURCE_DIR:?}/tests/lib.sh"
 t_need_root
 

@@ -11,7 +11,8 @@
 #     DRA pod's claim template is in its file.
 # What this does not prove: what an API server would refuse (admission, quotas, immutable fields).
 # The pods also run through containerd's CRI in test-cri.sh.
-[ -n "${GH_BED:-}" ] || exec bash "${GH_BED_RUN:-${GH_SOURCE_DIR:?}/tests/engine/bed-run.sh}" --test -- "$(realpath "$0")" "$@"
+# Runs inside the engine bed (meson: bed-run.sh --test); started by hand, it enters the bed itself.
+[ -n "${GH_BED:-}" ] || exec bash "${GH_SOURCE_DIR:?}/tests/engine/bed-run.sh" --test -- "$(realpath "$0")" "$@"
 . "${GH_SOURCE_DIR:?}/tests/lib.sh"
 . "$GH_SOURCE_DIR/tests/engine/k8s.sh"
 t_need_cmd kubectl python3
