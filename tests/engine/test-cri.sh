@@ -116,6 +116,13 @@ gpu1 "cdi-annotations (no RuntimeClass, containerd applies the spec)" "$CDI_NODE
 as_is pod-cdi "cdi-cri" --device-plugin=cdi-cri --gpus="$UUID1,$UUID0"
 pod pod-cdi --device-plugin=cdi-cri --gpus="$UUID1,$UUID0" --command="$PROBE_JSON"
 gpu1 "cdi-cri (CDI_devices field)" "$CDI_NODES"
+# the device plugin's own kind, with gpu-hook's spec written under it
+DPK=k8s.device-plugin.nvidia.com
+t_ok "gpu-cli cdi generate --vendor=$DPK" "$OPT/bin/gpu-cli" --root="$DRV" cdi generate --vendor=$DPK --hook-path="$OPT/bin/gpu-cli" \
+        --output=/var/run/cdi/$DPK-gpu.json
+pod pod-cdi --device-plugin=cdi-cri --cdi-kind=$DPK/gpu --gpus="$UUID1,$UUID0" --command="$PROBE_JSON"
+gpu1 "cdi-cri, the device plugin's kind $DPK/gpu" "$CDI_NODES"
+rm -f /var/run/cdi/$DPK-gpu.json
 t_is "$(wc -c <"$T/hook.log")" 0 "the CDI pods never ran gpu-hook (containerd and the spec's cdi-hook did it all)"
 
 # ---- a DRA claim spec shaped like NVIDIA's DRA driver's ---------------------------------------
