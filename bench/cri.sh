@@ -26,7 +26,7 @@ export GH_ENGINE_HOOK=$GH_BUILD_DIR/tests/engine/gpu-hook GH_ENGINE_RUNTIME=$GH_
 [ -x "$GH_ENGINE_RUNTIME" ] || { echo "bench: no $GH_ENGINE_RUNTIME; build first (ninja -C $GH_BUILD_DIR)" >&2; exit 1; }
 if [ -z "${GH_BED:-}" ]; then
         GH_BENCH_COMMIT=$(git -C "$GH_SOURCE_DIR" rev-parse --short HEAD 2>/dev/null) && export GH_BENCH_COMMIT
-        exec bash "$GH_SOURCE_DIR/tests/engine/bed-run.sh" -- bash "$here/cri.sh" "$GH_BUILD_DIR"
+        exec bash "$GH_SOURCE_DIR/tests/engine/bed-run.sh" --env GH_BED=trixie -- bash "$here/cri.sh" "$GH_BUILD_DIR"
 fi
 . "$GH_SOURCE_DIR/tests/lib.sh"
 . "$GH_SOURCE_DIR/tests/engine/engine.sh"
