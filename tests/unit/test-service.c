@@ -137,16 +137,22 @@ static int count_dir(const char *path)
         return n;
 }
 
+/* Samples the child until it is gone: the last sample is of the child hung in NVML, after the
+ * sandbox and the dlopen (an earlier one may catch the loader with the library's file open). */
 static void *watch(void *unused)
 {
-        for (int tries = 0; tries < 300 && !seen.found; tries++) {
+        bool gone = false;
+
+        for (int tries = 0; tries < 1000 && !gone; tries++) {
                 DIR *d = opendir("/proc");
                 struct dirent *de;
+                bool found_now = false;
 
-                while (d && (de = readdir(d)) != NULL && !seen.found) {
-                        char path[PATH_MAX], st[4096];
+                while (d && (de = readdir(d)) != NULL && !found_now) {
+                        char path[PATH_MAX], st[4096], root[PATH_MAX] = "", cwd[PATH_MAX] = "", again[PATH_MAX];
                         pid_t pid = (pid_t) atoi(de->d_name);
                         const char *ppid;
+                        ssize_t n;
 
                         snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
                         if (pid <= 0 || read_small(path, st, sizeof(st)) <= 0 || (ppid = strstr(st, "PPid:")) == NULL)
@@ -154,19 +160,27 @@ static void *watch(void *unused)
                         /* Our child, once the sandbox is in place (no_new_privs is its last step). */
                         if (atoi(ppid + 5) != seen.parent || strstr(st, "NoNewPrivs:\t1") == NULL)
                                 continue;
-                        snprintf(seen.status, sizeof(seen.status), "%s", st);
                         snprintf(path, sizeof(path), "/proc/%d/root", (int) pid);
-                        ssize_t n = readlink(path, seen.root, sizeof(seen.root) - 1);
-                        seen.root[n < 0 ? 0 : n] = '\0';
-                        snprintf(path, sizeof(path), "/proc/%d/fd", (int) pid);
-                        seen.nfds = count_dir(path);
+                        n = readlink(path, root, sizeof(root) - 1);
+                        root[n < 0 ? 0 : n] = '\0';
                         snprintf(path, sizeof(path), "/proc/%d/cwd", (int) pid);
-                        n = readlink(path, seen.cwd, sizeof(seen.cwd) - 1);
-                        seen.cwd[n < 0 ? 0 : n] = '\0';
-                        seen.found = true;
+                        n = readlink(path, cwd, sizeof(cwd) - 1);
+                        cwd[n < 0 ? 0 : n] = '\0';
+                        snprintf(path, sizeof(path), "/proc/%d/fd", (int) pid);
+                        int nfds = count_dir(path);
+                        snprintf(path, sizeof(path), "/proc/%d/root", (int) pid);
+                        if (nfds < 0 || root[0] == '\0' || readlink(path, again, sizeof(again)) < 0 ||
+                            strstr(st, "State:\tZ"))
+                                continue; /* it ended while we looked: keep the sample before */
+                        snprintf(seen.status, sizeof(seen.status), "%s", st);
+                        snprintf(seen.root, sizeof(seen.root), "%s", root);
+                        snprintf(seen.cwd, sizeof(seen.cwd), "%s", cwd);
+                        seen.nfds = nfds;
+                        seen.found = found_now = true;
                 }
                 if (d)
                         closedir(d);
+                gone = seen.found && !found_now;
                 nanosleep(&(struct timespec) { .tv_nsec = 5 * 1000 * 1000 }, NULL);
         }
         return NULL;
