@@ -61,19 +61,19 @@ globals=$(help_options <<<"$top_help")
 common=$(printf '%s\n' --help -h --version -V)
 check "gpu-cli global options" "$globals" "$(options "$(man_section "$MAN/gpu-cli.1.scd" "GLOBAL OPTIONS")")" ""
 
-commands=$(awk '/^Commands:/ { on = 1; next } on && /^[ \t]*$/ { on = 0 } on { print $1 }' <<<"$top_help")
-t_ok "gpu-cli --help lists its commands ($(echo $commands))" test "$(wc -w <<<"$commands")" -ge 10
+commands=$(awk '/^Commands:/ { on = 1; next } on && /^[ \t]*$/ { on = 0 } on { print $1 }' <<<"$top_help" | tr '\n' ' ')
+t_ok "gpu-cli --help lists its commands ($commands)" test "$(wc -w <<<"$commands")" -ge 10
 for cmd in $commands; do
         subs=$cmd
         if [ "$cmd" = cdi ]; then
                 # cdi's own help lists its subcommands, each with its own --help.
                 subs=$("$CLI" cdi --help 2>&1 | awk '/^  [a-z]+ / { print "cdi " $1 }')
-                t_ok "gpu-cli cdi --help lists generate and list" test "$(echo $subs)" = "cdi generate cdi list"
+                t_ok "gpu-cli cdi --help lists generate and list" test "$(tr '\n' ' ' <<<"$subs")" = "cdi generate cdi list "
         fi
         while read -r sub; do
-                # shellcheck disable=SC2086
-                help=$("$CLI" $sub --help 2>&1)
-                if ! t_ok "gpu-cli $sub --help exits 0" "$CLI" $sub --help; then
+                read -ra words <<<"$sub" # "cdi generate": two words
+                help=$("$CLI" "${words[@]}" --help 2>&1)
+                if ! t_ok "gpu-cli $sub --help exits 0" "$CLI" "${words[@]}" --help; then
                         continue
                 fi
                 section=$(man_section "$MAN/gpu-cli.1.scd" "$sub")
@@ -88,7 +88,7 @@ done
 # A section for a command gpu-cli does not have is stale.
 for title in $(sed -n 's/^## //p' "$MAN/gpu-cli.1.scd" | tr ' ' '+'); do
         title=${title//+/ }
-        case " $(echo $commands) cdi generate cdi list " in
+        case " $commands cdi generate cdi list " in
         *" $title "*) ;;
         *) t_fail "gpu-cli(1) has a section '## $title' for a command gpu-cli --help does not list" ;;
         esac
