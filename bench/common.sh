@@ -237,7 +237,7 @@ _bench_pause() {
         fi
         [ -n "$_BENCH_LAST_END" ] || return 0
         left=$(awk -v p="$BENCH_PAUSE" -v a="$_BENCH_LAST_END" -v b="$EPOCHREALTIME" \
-                'BEGIN { l = p - (b - a); printf "%.6f", l > 0 ? l : 0 }')
+                'BEGIN { l = p - (b - a); printf "%.6f", (l > 0) ? l : 0 }')
         [ "$left" = 0.000000 ] || read -r -t "$left" -u "$_BENCH_PAUSE_FD" _ || true
 }
 

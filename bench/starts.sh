@@ -159,13 +159,13 @@ for arg in sys.argv[2:]:
                 keys.append(k)
     prog = recs[0].get("program", "?") if recs else "?"
     rows.append((kind, prog, len(recs), {k: med(v) for k, v in phases.items()}))
-# gpu-hook's phases, then configure's (configure.*), then the cdi-hook's; "total" last.
+# One row per phase, one column per kind; gpu-hook's phases, configure's own (configure.*), then
+# cdi-hook's; "total" last.
 keys = [k for k in keys if k != "total"] + ["total"]
-print("| kind (program) | n | " + " | ".join(keys) + " |")
-print("|---|---:|" + "---:|" * len(keys))
-for kind, prog, n, ph in rows:
-    cells = ["%.0f" % ph[k] if k in ph else "" for k in keys]
-    print("| %s (%s) | %d | %s |" % (kind, prog, n, " | ".join(cells)))
+print("| phase (median µs) | " + " | ".join("%s (%s, n=%d)" % (kind, prog, n) for kind, prog, n, _ in rows) + " |")
+print("|---|" + "---:|" * len(rows))
+for k in keys:
+    print("| %s | %s |" % (k, " | ".join("%.0f" % ph[k] if k in ph else "" for _, _, _, ph in rows)))
 PY
 }
 
