@@ -173,9 +173,9 @@ our_procs() {
                 case "$exe" in
                 "$GPU_CLI" | "$GPU_HOOK" | "$GPU_RUNTIME") ;;
                 *)
-                        case "$root$cwd" in *"$T"/j/*) ;; *) tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "$RUNROOT" || continue ;; esac ;;
+                        case "$root$cwd" in *"$T"/j/*) ;; *) tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "$RUNROOT" || continue ;; esac ;;
                 esac
-                echo "${p#/proc/} $(tr '\0' ' ' <"$p/cmdline" 2>/dev/null | head -c 200)"
+                echo "${p#/proc/} $(tr '\0' ' ' 2>/dev/null <"$p/cmdline" | head -c 200)"
         done
 }
 # A bare start first: the first container after boot changes the cgroup2 mount options (run-cdi.sh).
