@@ -105,19 +105,23 @@ line = re.compile(r"^(\d+) +(?:<\.\.\. )?(\w+)")
 def progs(path):
     exe = {}
     calls = collections.defaultdict(collections.Counter)
-    parent_name = {}
+    pending = {}
     for l in open(path):
         m = line.match(l)
         if not m:
             continue
         pid, name = int(m.group(1)), m.group(2)
+        if name in ("execve", "execveat") and "<unfinished" in l:
+            pending[pid] = l
         if name in ("execve", "execveat") and l.rstrip().endswith("= 0"):
-            q = re.search(r'\["([^"]*)"((?:, "[^"]*")*)\]', l)
+            q = re.search(r'\["([^"]*)"((?:, "[^"]*")*)\]', l) or re.search(r'\["([^"]*)"((?:, "[^"]*")*)\]', pending.get(pid, ""))
             if q:
                 words = [q.group(1)] + re.findall(r'"([^"]*)"', q.group(2))
                 base = words[0].rsplit("/", 1)[-1]
                 if "init" in words[1:2]:
                     base = "runc init"
+                elif base in ("true", "sleep"):
+                    base = "runc init, then the container's /bin/" + base
                 elif base == "gpu-cli":
                     base = "gpu-cli " + next((w for w in words[1:] if w in ("configure", "cdi-hook")), "")
                 exe[pid] = base
@@ -150,10 +154,11 @@ echo "## 4. CPU per program per start (perf record -F 4999, cpu-clock, $STARTS s
 echo
 if have_cmd perf && perf record -q -o "$T/perf.test" -- true >/dev/null 2>&1; then
         for k in none hook cdi; do
-                # The preparation (rm, cp) runs inside the recording; its commands are left out below.
+                # The preparation (mv, cp) runs inside the recording; its commands are left out below.
                 cat >"$T/loop-$k.sh" <<EOF
+mkdir -p "$T/perf-used-$k"
 for i in \$(seq $STARTS); do
-        rm -rf "$T/bs-r-$k" && cp -a "$BS_TEMPLATE" "$T/bs-r-$k"
+        mv "$T/bs-r-$k" "$T/perf-used-$k/\$i" && cp -a "$BS_TEMPLATE" "$T/bs-r-$k"
         "$RUNC" --root "$T_RUNC_ROOT" run -b "${BR_BUNDLE[$k]}" "perf-$k-\$i" </dev/null >/dev/null 2>&1
         "$RUNC" --root "$T_RUNC_ROOT" delete -f "perf-$k-\$i" >/dev/null 2>&1
 done
@@ -163,7 +168,7 @@ EOF
         "$GH_PYTHON" - "$T" "$STARTS" <<'PY'
 import collections, subprocess, sys
 t, n = sys.argv[1], int(sys.argv[2])
-skip = {"cp", "rm", "bash", "timed-run", "perf", "perf-exec"}
+skip = {"cp", "mv", "rm", "bash", "seq", "timed-run", "perf", "perf-exec"}
 table = {}
 for k in ("none", "hook", "cdi"):
     out = subprocess.run(["perf", "report", "-i", "%s/perf-%s.data" % (t, k), "--no-children", "--sort", "comm",
@@ -220,9 +225,11 @@ for h in c["hooks"]["createContainer"]:
                 callgrind_annotate --inclusive=yes "$T/cg-$f.out" 2>/dev/null |
                         awk '/PROGRAM TOTALS/ { print; next }
                              /\/(lib|cli)\/[a-z\/-]+\.c:|dl_main|_dl_relocate_object/ {
-                                     f = $NF == "" ? $3 : $3; sub(/.*\//, "", f); sub(/\.constprop\.[0-9]+$/, "", f)
+                                     if (!match($0, /[A-Za-z0-9_.-]+\.c:[A-Za-z0-9_]+/)) next
+                                     f = substr($0, RSTART, RLENGTH)
                                      if (f ~ /^(cleanup|string_fortified)/ || seen[f]++) next
-                                     printf "%14s %9s  %s\n", $1, $2, f }' | head -n 24
+                                     match($0, /\( *[0-9.]+%\)/); pc = substr($0, RSTART, RLENGTH)
+                                     printf "%14s %9s  %s\n", $1, pc, f }' | head -n 24
                 echo '```'
                 echo
         done
