@@ -6,7 +6,8 @@
 #
 # Markdown, in sections (each skipped with a note when its tool is missing):
 #   1. phases: shuffled rounds (bench/starts.sh; GH_BENCH_ROUNDS, default 31) of no hook, the hook
-#      path (all GPUs, compute,utility) and the CDI path; wall and CPU time per kind, and the medians
+#      path (all GPUs, compute,utility), the CDI path, and the CDI spec without its hook (runc's part
+#      alone); wall and CPU time per kind, and the medians
 #      of the phases gpu-hook (with gpu-cli configure's own, --timings-fd) and cdi-hook logged;
 #   2. process start: /bin/true, gpu-hook --version, gpu-cli --version (fork, exec, dynamic loading,
 #      exit; wall and CPU, timed-run), and the dynamic loader's own statistics (LD_DEBUG=statistics);
@@ -49,7 +50,7 @@ echo
 # ---- 1. phases ------------------------------------------------------------------------------------
 echo "## 1. starts and the phases the hooks logged (medians, µs)"
 echo
-BS_KINDS=(none hook cdi)
+BS_KINDS=(none hook cdi cdi-runc)
 bench_starts "$ROOT" "$T/rootfs-glibc" "$LDCACHE"
 echo
 bench_starts_phases
@@ -153,7 +154,7 @@ echo
 echo "## 4. CPU per program per start (perf record -F 4999, cpu-clock, $STARTS starts of each kind)"
 echo
 if have_cmd perf && perf record -q -o "$T/perf.test" -- true >/dev/null 2>&1; then
-        for k in none hook cdi; do
+        for k in none hook cdi cdi-runc; do
                 # The preparation (mv, cp) runs inside the recording; its commands are left out below.
                 cat >"$T/loop-$k.sh" <<EOF
 mkdir -p "$T/perf-used-$k"
@@ -170,7 +171,8 @@ import collections, subprocess, sys
 t, n = sys.argv[1], int(sys.argv[2])
 skip = {"cp", "mv", "rm", "bash", "seq", "timed-run", "perf", "perf-exec"}
 table = {}
-for k in ("none", "hook", "cdi"):
+KINDS = ("none", "hook", "cdi", "cdi-runc")
+for k in KINDS:
     out = subprocess.run(["perf", "report", "-i", "%s/perf-%s.data" % (t, k), "--no-children", "--sort", "comm",
                           "--stdio", "-g", "none", "-F", "sample,comm"], capture_output=True, text=True).stdout
     c = collections.Counter()
@@ -183,13 +185,13 @@ for k in ("none", "hook", "cdi"):
                 c[name] += int(p[0])
     table[k] = {name: v / 4999.0 * 1000 / n for name, v in c.items()}
 names = sorted({x for v in table.values() for x in v}, key=lambda x: -max(table[k].get(x, 0) for k in table))
-print("| program | no hook ms | hook path ms | CDI path ms |")
-print("|---|---:|---:|---:|")
+print("| program | no hook ms | hook path ms | CDI path ms | CDI spec without its hook ms |")
+print("|---|---:|---:|---:|---:|")
 for x in names:
     if max(table[k].get(x, 0) for k in table) < 0.05:
         continue
-    print("| %s | %s |" % (x, " | ".join("%.2f" % table[k].get(x, 0) for k in ("none", "hook", "cdi"))))
-print("| total | %s |" % " | ".join("%.2f" % sum(table[k].values()) for k in ("none", "hook", "cdi")))
+    print("| %s | %s |" % (x, " | ".join("%.2f" % table[k].get(x, 0) for k in KINDS)))
+print("| total | %s |" % " | ".join("%.2f" % sum(table[k].values()) for k in KINDS))
 PY
 else
         echo "no working perf here"

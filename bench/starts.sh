@@ -21,6 +21,8 @@
 #   cdi         `gpu-cli cdi generate`'s spec applied by tests/helpers/cdi-apply.py (nvidia.com/gpu=all):
 #               runc makes its device nodes and bind mounts, `gpu-cli cdi-hook` runs as its
 #               createContainer hook
+#   cdi-runc    (not in the default list; bench/profile.sh) the same spec with its hook removed: what
+#               runc's part of the CDI path costs
 # Each kind has its own gpu-hook configuration and log file, so the logs say which start was which.
 
 BENCH_REQ='cuda>=12.0'
@@ -32,6 +34,7 @@ declare -gA BS_LABEL=(
         [hook-req]="gpu-hook, all GPUs + NVIDIA_REQUIRE_CUDA=$BENCH_REQ, warm cache"
         [hook-cold]="gpu-hook, all GPUs + NVIDIA_REQUIRE_CUDA=$BENCH_REQ, cold cache"
         [cdi]="CDI spec (runc applies it; gpu-cli cdi-hook as createContainer hook)"
+        [cdi-runc]="CDI spec without its hook: runc's part alone (nodes, mounts, env)"
 )
 BS_KINDS=(none truehook nongpu hook hook-req hook-cold cdi)
 
@@ -96,7 +99,7 @@ bench_starts() {
                 case $k in
                 hook) bundle_set_env "$b" "${gpu_env[@]}" ;;
                 hook-req | hook-cold) bundle_set_env "$b" "${gpu_env[@]}" "NVIDIA_REQUIRE_CUDA=$BENCH_REQ" ;;
-                cdi)
+                cdi | cdi-runc)
                         local gen=("$GPU_CLI" "--root=$BS_ROOT")
                         [ -n "$BS_LDCACHE" ] && gen+=("--ldcache=$BS_LDCACHE")
                         if ! "${gen[@]}" cdi generate "--output=$BS_SPEC" --capabilities=compute,utility >"$T/bs-gen.err" 2>&1; then
@@ -105,6 +108,7 @@ bench_starts() {
                                 _bs_cdi_log_arg "$BS_SPEC" "$T/bs-cdi.log"
                                 "$GH_PYTHON" "$BS_APPLY" --spec "$BS_SPEC" "$b" nvidia.com/gpu=all 2>"$T/bs-apply.err" ||
                                         cdi_err="cdi-apply.py: $(tail -n 1 "$T/bs-apply.err")"
+                                [ $k = cdi-runc ] && bundle_edit "$b" 'c.get("hooks", {}).pop("createContainer", None)'
                         fi ;;
                 esac
                 if [ $k = hook-cold ]; then
@@ -113,7 +117,9 @@ bench_starts() {
                         bench_kind "$k" "$b" "_bs_fresh $k"
                 fi
         done
-        [ -n "$cdi_err" ] && BR_ERR[cdi]=$cdi_err
+        if [ -n "$cdi_err" ]; then
+                for k in cdi cdi-runc; do [ -n "${BR_BUNDLE[$k]:-}" ] && BR_ERR[$k]=$cdi_err; done
+        fi
         # The warm cache: filled once, the way the first start after boot (or `gpu-cli cache refresh`) does.
         local refresh=("$GPU_CLI" "--root=$BS_ROOT" "--state-file=$T/bs-state-warm/driver-state.json")
         [ -n "$BS_LDCACHE" ] && refresh+=("--ldcache=$BS_LDCACHE")

@@ -57,6 +57,7 @@ fi
 [ -x "$GPU_RUNTIME" ] || { echo "Bail out! no gpu-runtime at $GPU_RUNTIME (build it, or run prepare.sh again)"; exit 1; }
 
 if [ $FAKE = 1 ]; then
+        [ -n "${GH_BUILD_DIR:-}" ] || { echo "Bail out! --fake needs a build tree: GH_BUILD_DIR=BUILD bash tests/gpu/soak.sh --fake"; exit 1; }
         ROOT=$T/drv
         bash "$REPO/tests/fake-driver/make-root.sh" "$ROOT" >"$T/mkroot.log" 2>&1 ||
                 { t_diag_file "$T/mkroot.log"; echo "Bail out! make-root.sh failed"; exit 1; }
@@ -68,7 +69,8 @@ else
         { [ -e /dev/nvidiactl ] && timeout 60 nvidia-smi -L >/dev/null 2>&1; } ||
                 t_skip_all "no NVIDIA GPU here (nvidia-smi -L fails); --fake runs it with the fake driver"
         PROBE_SRC=
-        if [ -n "$NVCC" ] && timeout 300 "$NVCC" -O2 -cudart static -o "$T/vector_add" "$here/vector_add.cu" >"$T/nvcc.log" 2>&1; then
+        if [ -n "$NVCC" ] && { timeout 300 "$NVCC" -O2 -cudart static -arch=native -o "$T/vector_add" "$here/vector_add.cu" ||
+                timeout 300 "$NVCC" -O2 -cudart static -o "$T/vector_add" "$here/vector_add.cu"; } >"$T/nvcc.log" 2>&1; then
                 PROBE_SRC=$T/vector_add
         else
                 t_diag "no vector_add (nvcc: ${NVCC:-none}): $(tail -n 2 "$T/nvcc.log" 2>/dev/null)"
