@@ -71,7 +71,7 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
         _cleanup_error_ gh_error_t err = NULL;
         const char *log_file = NULL;
         struct gh_hooklog log;
-        int c, r = CLI_EXIT_USAGE;
+        int c, r = GH_EXIT_USAGE;
 
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (c) {
@@ -97,7 +97,7 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                         break;
                 case 'h':
                         cdi_hook_usage(stdout);
-                        r = CLI_EXIT_OK;
+                        r = GH_EXIT_OK;
                         goto out;
                 default: cdi_hook_usage(stderr); goto out;
                 }
@@ -119,13 +119,13 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
         }
         if (gh_cdi_hook_run(&o, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi-hook: %s\n", err && err->msg ? err->msg : "failed");
-                r = CLI_EXIT_FAILURE;
+                r = GH_EXIT_FAILURE;
                 if (o.log != NULL) {
                         gh_hooklog_set_error(&log, err && err->msg ? err->msg : "failed");
                         log.exit_code = r;
                 }
         } else {
-                r = CLI_EXIT_OK;
+                r = GH_EXIT_OK;
                 if (o.log != NULL)
                         log.result = "configured";
         }

@@ -118,11 +118,11 @@ static int parse_args(int argc, char **argv, const struct cli_globals *g, struct
         }
         if (o->help) {
                 usage(stdout);
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         }
         if (first < argc) {
                 fprintf(stderr, "gpu-cli: list: unexpected argument '%s'; see 'gpu-cli list --help'\n", argv[first]);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (o->show == 0)
                 o->show = CLI_PLAN_ALL;
@@ -177,9 +177,9 @@ int cmd_list(int argc, char **argv, const struct cli_globals *g)
                 return gh_error_exit_status(err);
         }
         if (o.json) {
-                r = cli_print_json(cli_plan_json(&plan, g->root, o.show)) < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+                r = cli_print_json(cli_plan_json(&plan, g->root, o.show)) < 0 ? GH_EXIT_FAILURE : GH_EXIT_OK;
                 gh_plan_free(&plan);
-                if (r != CLI_EXIT_OK)
+                if (r != GH_EXIT_OK)
                         fprintf(stderr, "gpu-cli: list: writing the output: %m\n");
                 return r;
         }
@@ -187,7 +187,7 @@ int cmd_list(int argc, char **argv, const struct cli_globals *g)
         prefix = strdup(g->root);
         if (prefix == NULL) {
                 gh_plan_free(&plan);
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         for (size_t n = strlen(prefix); n > 0 && prefix[n - 1] == '/'; n--)
                 prefix[n - 1] = '\0';
@@ -197,7 +197,7 @@ int cmd_list(int argc, char **argv, const struct cli_globals *g)
         gh_plan_free(&plan);
         if (fflush(stdout) != 0) {
                 fprintf(stderr, "gpu-cli: list: writing the output: %m\n");
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }

@@ -439,7 +439,7 @@ static int parse(int argc, char **argv, struct setup_opts *o)
                 case 'D': o->set_default = true; break;
                 case 'n': o->dry_run = true; break;
                 case 'u': o->undo = true; break;
-                case 'h': usage(stdout); exit(CLI_EXIT_OK);
+                case 'h': usage(stdout); exit(GH_EXIT_OK);
                 default: usage(stderr); return -1;
                 }
         }
@@ -473,11 +473,11 @@ int cmd_setup(int argc, char **argv, const struct cli_globals *g)
         _cleanup_error_ gh_error_t err = NULL;
         struct plan p = { 0 };
         size_t changed = 0;
-        int r = CLI_EXIT_FAILURE;
+        int r = GH_EXIT_FAILURE;
 
         (void) g;
         if (parse(argc, argv, &o) < 0)
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         if (build_plan(&o, &p, &err) < 0)
                 goto out;
         for (size_t i = 0; i < p.n; i++) {
@@ -496,9 +496,9 @@ int cmd_setup(int argc, char **argv, const struct cli_globals *g)
                 printf("%s: nothing to change\n", o.engine);
         else if (!o.dry_run)
                 printf("now %s\n", p.restart);
-        r = CLI_EXIT_OK;
+        r = GH_EXIT_OK;
 out:
-        if (r != CLI_EXIT_OK)
+        if (r != GH_EXIT_OK)
                 fprintf(stderr, "gpu-cli setup: %s\n", err && err->msg ? err->msg : "failed");
         plan_free(&p);
         return r;

@@ -13,7 +13,7 @@
 
 /* Reads a whole regular file (never through a symlink); a missing file is *exists = false, not an error. */
 int setup_read(const char *path, char **text, bool *exists, gh_error_t *err);
-/* Replaces path atomically (temp file, fsync, rename), keeping an existing file's mode and owner. */
+/* Replaces path through the one writer (atomic, synced), keeping an existing file's mode and owner. */
 int setup_write(const char *path, const char *text, gh_error_t *err);
 /* PATH.gpu-cli.bak with text, unless a backup is already there (the oldest one is kept). */
 int setup_backup(const char *path, const char *text, gh_error_t *err);
