@@ -20,6 +20,7 @@ struct cli_globals {
         bool no_pivot;          /* --no-pivot (accepted for compatibility) */
         bool json_log;          /* --log-format=json */
         const char *state_file; /* --state-file (driver-state cache); NULL with --no-cache or another --root */
+        long long started_us;   /* CLOCK_MONOTONIC when main() began: what exec and loading took is seen from outside */
 };
 
 /* Each subcommand gets argv with argv[0] = its name, and returns the process exit status.
