@@ -226,29 +226,25 @@ static const char *driver_version_of(const struct cli_globals *g)
         return version;
 }
 
-/* Polls until the driver is ready for a spec (gh_doctor_driver_ready), at most wait_s seconds. */
+/* Polls until the driver is ready for a spec (gh_doctor_driver_ready), at most wait_s seconds;
+ * then one line says what was still missing. */
 static int wait_ready(const struct cli_globals *g, long wait_s, const char *output)
 {
         struct timespec start, now;
         char why[512];
-        bool said = false;
 
         clock_gettime(CLOCK_MONOTONIC, &start);
         for (;;) {
                 if (gh_doctor_driver_ready(g->root, g->ldcache, why, sizeof(why)))
                         return 0;
                 clock_gettime(CLOCK_MONOTONIC, &now);
-                if (now.tv_sec - start.tv_sec >= wait_s) {
+                long ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+                if (ms >= wait_s * 1000) {
                         fprintf(stderr,
                                 "gpu-cli: cdi refresh: the NVIDIA driver is not ready after %ld s (%s); %s left as it "
                                 "was\n",
                                 wait_s, why, output);
                         return -1;
-                }
-                if (!said) {
-                        fprintf(stderr, "gpu-cli: cdi refresh: waiting up to %ld s for the NVIDIA driver: %s\n", wait_s,
-                                why);
-                        said = true;
                 }
                 nanosleep(&(struct timespec) { .tv_nsec = 250 * 1000 * 1000 }, NULL);
         }

@@ -280,7 +280,7 @@ int gh_cdi_spec_read(const char *path, json_t **doc, gh_error_t *err)
 
         *doc = NULL;
         if (fd < 0)
-                return gh_err(err, errno, "opening %s", path);
+                return gh_err(err, errno, "%s", path);
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
                 return gh_err(err, 0, "%s is not a regular file", path);
         if (gh_read_bounded(fd, GH_CDI_SPEC_MAX, &buf, &len, path, err) < 0)
@@ -681,22 +681,24 @@ static int resolve(struct gh_cdi_set *set, gh_error_t *err)
                 }
                 for (size_t k = i; k < j; k++) {
                         struct gh_cdi_device *dv = &set->devices[e[k].dev];
-                        if (conflict) {
-                                size_t other = k;
-                                for (size_t m = i; m < j; m++)
-                                        if (m != k && set->specs[set->devices[e[m].dev].spec].priority ==
-                                                              set->specs[set->devices[e[k].dev].spec].priority)
-                                                other = m;
-                                if (other == k) /* alone at its priority; another priority has two */
-                                        for (size_t m = i + 1; m < j; m++)
-                                                if (set->specs[set->devices[e[m].dev].spec].priority ==
-                                                    set->specs[set->devices[e[m - 1].dev].spec].priority)
-                                                        other = m;
+                        int prio = set->specs[dv->spec].priority;
+                        size_t twin = k, conflicted = k;
+                        for (size_t m = i; m < j; m++) {
+                                int pm = set->specs[set->devices[e[m].dev].spec].priority;
+                                if (m != k && pm == prio)
+                                        twin = m;
+                                if (m > i && pm == set->specs[set->devices[e[m - 1].dev].spec].priority)
+                                        conflicted = m;
+                        }
+                        if (twin != k) {
                                 dv->state = GH_CDI_DEVICE_CONFLICT;
-                                dv->other = set->devices[e[other].dev].spec;
+                                dv->other = set->devices[e[twin].dev].spec;
                         } else if (k != winner) {
                                 dv->state = GH_CDI_DEVICE_OVERRIDDEN;
                                 dv->other = set->devices[e[winner].dev].spec;
+                        } else if (conflict) { /* alone at the top, but Go's cache drops a device once conflicted */
+                                dv->state = GH_CDI_DEVICE_CONFLICT;
+                                dv->other = set->devices[e[conflicted].dev].spec;
                         }
                 }
                 i = j;

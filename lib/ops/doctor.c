@@ -535,7 +535,7 @@ bool gh_doctor_driver_ready(const char *root, const char *ldcache, char *why, si
         char version[GH_VERSION_MAX], path[PATH_MAX], file[NAME_MAX + 1];
 
         if (rootfd < 0 || gh_gpus_driver_version(rootfd, version, sizeof(version), &err) < 0)
-                return snprintf(why, size, "the kernel module is not loaded: %s", err->msg), false;
+                return snprintf(why, size, "%s", err->msg), false;
         if (gh_gpus_fast(rootfd, &fast, &err) < 0)
                 return snprintf(why, size, "%s", err->msg), false;
         if (fast.n == 0)
