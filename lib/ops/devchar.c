@@ -204,6 +204,26 @@ int gh_devchar_plan(const char *driver_root, const char *dev_char, bool create_a
         return 0;
 }
 
+/* mkdir -p, 0755 for each directory made. */
+static int make_dirs(const char *dir)
+{
+        char buf[PATH_MAX];
+
+        if (snprintf(buf, sizeof(buf), "%s", dir) >= (int) sizeof(buf))
+                return errno = ENAMETOOLONG, -1;
+        for (char *p = buf + 1;; p++) {
+                if (*p != '/' && *p != '\0')
+                        continue;
+                char c = *p;
+                *p = '\0';
+                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                        return -1;
+                *p = c;
+                if (c == '\0')
+                        return 0;
+        }
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The record. */
 
@@ -251,7 +271,7 @@ static int record_open(const char *path, struct record *r, char *base, size_t bs
                 return gh_err(err, EINVAL, "--record '%s': give an absolute file name", path);
         snprintf(dir, sizeof(dir), "%.*s", (int) (slash - path), path);
         snprintf(base, bsize, "%s", slash + 1);
-        if (dir[0] != '\0' && mkdir(dir, 0755) < 0 && errno != EEXIST)
+        if (dir[0] != '\0' && make_dirs(dir) < 0)
                 return gh_err(err, errno, "creating %s", dir);
         dfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
@@ -335,7 +355,7 @@ int gh_devchar_create(const char *dev_char, struct gh_devchar_list *list, const 
         dfd = record_open(record, &rec, base, sizeof(base), err);
         if (dfd < 0)
                 return -1;
-        if (mkdir(dev_char, 0755) < 0 && errno != EEXIST)
+        if (make_dirs(dev_char) < 0)
                 r = gh_err(err, errno, "creating %s", dev_char);
         _cleanup_close_ int cfd = r == 0 ? open(dev_char, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
         if (r == 0 && cfd < 0)
