@@ -26,7 +26,6 @@
 #include "readfile.h"
 #include "rootfs.h"
 
-
 static void generate_usage(FILE *out)
 {
         fprintf(out,
@@ -82,11 +81,12 @@ static void list_usage(FILE *out)
 
 static void cdi_usage(FILE *out)
 {
-        fprintf(out, "Usage: gpu-cli [GLOBAL OPTIONS] cdi generate|refresh|list [OPTIONS]\n"
-                     "\n"
-                     "  generate   write a CDI spec for this driver (see 'gpu-cli cdi generate --help')\n"
-                     "  refresh    write it again once the driver is loaded, when it is stale ('cdi refresh --help')\n"
-                     "  list       the devices of every CDI spec, who wrote it, whether it is stale ('cdi list --help')\n");
+        fprintf(out,
+                "Usage: gpu-cli [GLOBAL OPTIONS] cdi generate|refresh|list [OPTIONS]\n"
+                "\n"
+                "  generate   write a CDI spec for this driver (see 'gpu-cli cdi generate --help')\n"
+                "  refresh    write it again once the driver is loaded, when it is stale ('cdi refresh --help')\n"
+                "  list       the devices of every CDI spec, who wrote it, whether it is stale ('cdi list --help')\n");
 }
 
 int cli_cdi_read(const char *path, json_t **out, gh_error_t *err) { return gh_cdi_spec_read(path, out, err); }
@@ -198,21 +198,20 @@ static int parse_names(const char *s, unsigned *names)
 
 static void refresh_usage(FILE *out)
 {
-        fprintf(out,
-                "Usage: gpu-cli [--root=DIR] cdi refresh [--wait=SECONDS] [--output=FILE] [cdi generate OPTIONS]\n"
-                "\n"
-                "Writes the CDI spec again when it is missing or stale, once the NVIDIA driver is really\n"
-                "loaded: /proc/driver/nvidia/version, the GPUs, /dev/nvidiactl and each GPU's /dev/nvidiaN with\n"
-                "their numbers, and libnvidia-ml.so.1 of the module's version in the ld cache.  Until then it\n"
-                "waits, at most --wait seconds (default 60), and then gives up with one line, writing nothing.\n"
-                "The systemd unit gpu-hook-cdi-refresh.service runs it at boot and, through a udev rule,\n"
-                "whenever the nvidia module is loaded or a GPU is bound to it.\n"
-                "\n"
-                "Options are those of 'gpu-cli cdi generate' (default output /etc/cdi/VENDOR-CLASS.json),\n"
-                "less --check and --mps-group.\n"
-                "\n"
-                "Exit status: 0 written or already current, 1 the driver did not become ready or writing\n"
-                "failed, 2 usage error.\n");
+        fprintf(out, "Usage: gpu-cli [--root=DIR] cdi refresh [--wait=SECONDS] [--output=FILE] [cdi generate OPTIONS]\n"
+                     "\n"
+                     "Writes the CDI spec again when it is missing or stale, once the NVIDIA driver is really\n"
+                     "loaded: /proc/driver/nvidia/version, the GPUs, /dev/nvidiactl and each GPU's /dev/nvidiaN with\n"
+                     "their numbers, and libnvidia-ml.so.1 of the module's version in the ld cache.  Until then it\n"
+                     "waits, at most --wait seconds (default 60), and then gives up with one line, writing nothing.\n"
+                     "The systemd unit gpu-hook-cdi-refresh.service runs it at boot and, through a udev rule,\n"
+                     "whenever the nvidia module is loaded or a GPU is bound to it.\n"
+                     "\n"
+                     "Options are those of 'gpu-cli cdi generate' (default output /etc/cdi/VENDOR-CLASS.json),\n"
+                     "less --check and --mps-group.\n"
+                     "\n"
+                     "Exit status: 0 written or already current, 1 the driver did not become ready or writing\n"
+                     "failed, 2 usage error.\n");
 }
 
 static const char *driver_version_of(const struct cli_globals *g)
@@ -431,8 +430,8 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
                  json_string_value(json_object_get(spec, "cdiVersion")));
         if (refresh)
                 printf("wrote %s (%zu devices, driver %s)%s%s\n", output,
-                       json_array_size(json_object_get(spec, "devices")), driver_version_of(g), why ? ": it was stale: " : "",
-                       why ? why : "");
+                       json_array_size(json_object_get(spec, "devices")), driver_version_of(g),
+                       why ? ": it was stale: " : "", why ? why : "");
         return CLI_EXIT_OK;
 }
 
@@ -492,9 +491,10 @@ static json_t *list_json(const struct gh_cdi_set *set)
         for (size_t i = 0; specs && i < set->nspecs; i++) {
                 const struct gh_cdi_spec *sp = &set->specs[i];
                 const char *kind = sp->doc ? json_string_value(json_object_get(sp->doc, "kind")) : NULL;
-                json_t *o = json_pack("{s:s, s:i, s:s?, s:s, s:I, s:s?, s:s?, s:s?}", "path", sp->path, "priority",
-                                      sp->priority, "kind", kind, "writer", gh_cdi_writer_name(sp->writer), "devices",
-                                      (json_int_t) sp->ndevices, "error", sp->error, "stale", sp->stale, "fix", sp->fix);
+                json_t *o =
+                        json_pack("{s:s, s:i, s:s?, s:s, s:I, s:s?, s:s?, s:s?}", "path", sp->path, "priority",
+                                  sp->priority, "kind", kind, "writer", gh_cdi_writer_name(sp->writer), "devices",
+                                  (json_int_t) sp->ndevices, "error", sp->error, "stale", sp->stale, "fix", sp->fix);
                 if (o == NULL || json_array_append_new(specs, o) < 0) {
                         json_decref(specs);
                         specs = NULL;

@@ -169,7 +169,8 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
                 case 'K': o.docker_config = optarg; break;
                 case 'C':
                         if (optarg[0] != '/') {
-                                fprintf(stderr, "gpu-cli: doctor: --dev-char-path '%s' must be an absolute path\n", optarg);
+                                fprintf(stderr, "gpu-cli: doctor: --dev-char-path '%s' must be an absolute path\n",
+                                        optarg);
                                 return CLI_EXIT_USAGE;
                         }
                         o.dev_char = optarg;

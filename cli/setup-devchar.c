@@ -11,29 +11,28 @@
 
 static void usage(FILE *out)
 {
-        fprintf(out,
-                "Usage: gpu-cli [--root=DIR] setup dev-char-links [--create-all] [--dry-run | --undo]\n"
-                "                                [--dev-char-path=DIR] [--driver-root=DIR] [--record=FILE]\n"
-                "\n"
-                "Makes a link DIR/MAJOR:MINOR -> /dev/NODE for each NVIDIA device node (/dev/nvidia*,\n"
-                "/dev/nvidia-caps/nvidia-*; not nvidia-fs, -nvswitch, -nvlink), as NVIDIA's `nvidia-ctk system\n"
-                "create-dev-char-symlinks` does.  With the systemd cgroup driver, a container started through\n"
-                "hooks.d or `docker run --gpus` keeps its GPUs across `systemctl daemon-reload` only when these\n"
-                "links exist.  Anything already at a link's path is left alone (a warning if it is not a link to\n"
-                "that node).\n"
-                "\n"
-                "  --create-all         every node the loaded driver can have, made yet or not: each GPU's\n"
-                "                       /dev/nvidiaN, nvidiactl, nvidia-modeset, nvidia-uvm(-tools), the MIG\n"
-                "                       capabilities (majors from /proc/devices); what the udev rule runs\n"
-                "  --dev-char-path=DIR  where the links go (default " GH_DEVCHAR_DEFAULT_DIR ")\n"
-                "  --driver-root=DIR    whose dev/ holds the nodes (default: --root, else /); the links name\n"
-                "                       DIR/dev/NODE\n"
-                "  --record=FILE        the links made, for --undo (default " GH_DEVCHAR_DEFAULT_RECORD ")\n"
-                "  --dry-run            say what would be made (or removed), change nothing\n"
-                "  --undo               remove the links made here that still point where they were made\n"
-                "\n"
-                "Exit status: 0 done (or nothing to do), 1 a link could not be made or something else is at its\n"
-                "path, 2 usage error.\n");
+        fprintf(out, "Usage: gpu-cli [--root=DIR] setup dev-char-links [--create-all] [--dry-run | --undo]\n"
+                     "                                [--dev-char-path=DIR] [--driver-root=DIR] [--record=FILE]\n"
+                     "\n"
+                     "Makes a link DIR/MAJOR:MINOR -> /dev/NODE for each NVIDIA device node (/dev/nvidia*,\n"
+                     "/dev/nvidia-caps/nvidia-*; not nvidia-fs, -nvswitch, -nvlink), as NVIDIA's `nvidia-ctk system\n"
+                     "create-dev-char-symlinks` does.  With the systemd cgroup driver, a container started through\n"
+                     "hooks.d or `docker run --gpus` keeps its GPUs across `systemctl daemon-reload` only when these\n"
+                     "links exist.  Anything already at a link's path is left alone (a warning if it is not a link to\n"
+                     "that node).\n"
+                     "\n"
+                     "  --create-all         every node the loaded driver can have, made yet or not: each GPU's\n"
+                     "                       /dev/nvidiaN, nvidiactl, nvidia-modeset, nvidia-uvm(-tools), the MIG\n"
+                     "                       capabilities (majors from /proc/devices); what the udev rule runs\n"
+                     "  --dev-char-path=DIR  where the links go (default " GH_DEVCHAR_DEFAULT_DIR ")\n"
+                     "  --driver-root=DIR    whose dev/ holds the nodes (default: --root, else /); the links name\n"
+                     "                       DIR/dev/NODE\n"
+                     "  --record=FILE        the links made, for --undo (default " GH_DEVCHAR_DEFAULT_RECORD ")\n"
+                     "  --dry-run            say what would be made (or removed), change nothing\n"
+                     "  --undo               remove the links made here that still point where they were made\n"
+                     "\n"
+                     "Exit status: 0 done (or nothing to do), 1 a link could not be made or something else is at its\n"
+                     "path, 2 usage error.\n");
 }
 
 static int undo(const char *dev_char, const char *record, bool dry_run)
@@ -64,10 +63,14 @@ static int undo(const char *dev_char, const char *record, bool dry_run)
 int cli_setup_dev_char(int argc, char **argv, const struct cli_globals *g)
 {
         static const struct option opts[] = {
-                { "create-all", no_argument, NULL, 'a' },    { "dev-char-path", required_argument, NULL, 'd' },
-                { "driver-root", required_argument, NULL, 'r' }, { "record", required_argument, NULL, 'R' },
-                { "dry-run", no_argument, NULL, 'n' },       { "undo", no_argument, NULL, 'u' },
-                { "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 },
+                { "create-all", no_argument, NULL, 'a' },
+                { "dev-char-path", required_argument, NULL, 'd' },
+                { "driver-root", required_argument, NULL, 'r' },
+                { "record", required_argument, NULL, 'R' },
+                { "dry-run", no_argument, NULL, 'n' },
+                { "undo", no_argument, NULL, 'u' },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
         };
         _cleanup_error_ gh_error_t err = NULL;
         const char *dev_char = GH_DEVCHAR_DEFAULT_DIR, *root = g->root ? g->root : "/",

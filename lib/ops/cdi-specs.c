@@ -105,8 +105,7 @@ static int check_strings(json_t *a, const char *name, const char *path, gh_error
 }
 
 /* Each listed field, when present, has the type given: s string, i integer, a list of strings. */
-static int check_fields(json_t *o, const char *name, const char *path, const char *const fields[][2],
-                        gh_error_t *err)
+static int check_fields(json_t *o, const char *name, const char *path, const char *const fields[][2], gh_error_t *err)
 {
         struct where w;
 
@@ -130,8 +129,8 @@ static int check_fields(json_t *o, const char *name, const char *path, const cha
         return 0;
 }
 
-static int check_list(json_t *edits, const char *key, const char *name, const char *path,
-                      const char *const fields[][2], gh_error_t *err)
+static int check_list(json_t *edits, const char *key, const char *name, const char *path, const char *const fields[][2],
+                      gh_error_t *err)
 {
         json_t *a = json_object_get(edits, key), *v;
         struct where w;
@@ -155,14 +154,14 @@ static int check_list(json_t *edits, const char *key, const char *name, const ch
 
 static int check_edits(json_t *e, const char *name, const char *path, gh_error_t *err)
 {
-        static const char *const nodes[][2] = { { "path", "s!" }, { "hostPath", "s" }, { "type", "s" },
-                                                { "major", "i" },  { "minor", "i" },    { "fileMode", "i" },
-                                                { "permissions", "s" }, { "uid", "i" }, { "gid", "i" },
+        static const char *const nodes[][2] = { { "path", "s!" },       { "hostPath", "s" }, { "type", "s" },
+                                                { "major", "i" },       { "minor", "i" },    { "fileMode", "i" },
+                                                { "permissions", "s" }, { "uid", "i" },      { "gid", "i" },
                                                 { NULL, NULL } };
-        static const char *const mounts[][2] = { { "hostPath", "s!" }, { "containerPath", "s!" },
-                                                 { "options", "a" },   { "type", "s" },
-                                                 { NULL, NULL } };
-        static const char *const hooks[][2] = { { "hookName", "s!" }, { "path", "s!" }, { "args", "a" },
+        static const char *const mounts[][2] = {
+                { "hostPath", "s!" }, { "containerPath", "s!" }, { "options", "a" }, { "type", "s" }, { NULL, NULL }
+        };
+        static const char *const hooks[][2] = { { "hookName", "s!" }, { "path", "s!" },   { "args", "a" },
                                                 { "env", "a" },       { "timeout", "i" }, { NULL, NULL } };
         struct where w;
         char p[256];
@@ -191,7 +190,10 @@ static bool device_name_ok(const char *s)
         return true;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *) a, *(const char *const *) b); }
+static int cmp_device_name(const void *a, const void *b)
+{
+        return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
 
 static int check_spec(json_t *doc, const char *name, gh_error_t *err)
 {
@@ -216,8 +218,8 @@ static int check_spec(json_t *doc, const char *name, gh_error_t *err)
         snprintf(vendor, sizeof(vendor), "%.*s", (int) (slash - kind), kind);
         if (gh_cdi_check_kind(vendor, slash + 1, &kerr) < 0)
                 return at(&w, "kind"), bad(err, name, &w, kerr->msg);
-        if (json_object_get(doc, "containerEdits") && check_edits(json_object_get(doc, "containerEdits"), name,
-                                                                  "containerEdits", err) < 0)
+        if (json_object_get(doc, "containerEdits") &&
+            check_edits(json_object_get(doc, "containerEdits"), name, "containerEdits", err) < 0)
                 return -1;
         devices = json_object_get(doc, "devices");
         if (!json_is_array(devices) || json_array_size(devices) == 0)
@@ -236,7 +238,8 @@ static int check_spec(json_t *doc, const char *name, gh_error_t *err)
                         return at(&w, "%s.name", p), bad(err, name, &w, "missing or not a string");
                 if (!device_name_ok(dn))
                         return at(&w, "%s.name", p),
-                               bad(err, name, &w, "not a CDI device name (letters, digits, _-.:, a letter or digit at both ends)");
+                               bad(err, name, &w,
+                                   "not a CDI device name (letters, digits, _-.:, a letter or digit at both ends)");
                 snprintf(p + strlen(p), sizeof(p) - strlen(p), ".containerEdits");
                 if (e == NULL || (json_is_object(e) && json_object_size(e) == 0))
                         return at(&w, "%s", p), bad(err, name, &w, "missing or empty");
@@ -244,7 +247,7 @@ static int check_spec(json_t *doc, const char *name, gh_error_t *err)
                         return -1;
                 names[i] = dn;
         }
-        qsort(names, json_array_size(devices), sizeof(*names), cmp_str);
+        qsort(names, json_array_size(devices), sizeof(*names), cmp_device_name);
         for (i = 1; i < json_array_size(devices); i++)
                 if (strcmp(names[i - 1], names[i]) == 0) {
                         _cleanup_free_ char *pn = gh_cdi_printable(names[i], 80);
@@ -258,7 +261,8 @@ static int check_spec(json_t *doc, const char *name, gh_error_t *err)
 
 int gh_cdi_spec_parse(const char *buf, size_t len, const char *name, json_t **doc, gh_error_t *err)
 {
-        json_t *j = ends_with(name, ".yaml") || ends_with(name, ".yml") ? gh_yaml_parse(buf, len, name, err) : gh_json_parse(buf, len, name, err);
+        json_t *j = ends_with(name, ".yaml") || ends_with(name, ".yml") ? gh_yaml_parse(buf, len, name, err)
+                                                                        : gh_json_parse(buf, len, name, err);
 
         *doc = NULL;
         if (j == NULL)
@@ -354,7 +358,8 @@ enum gh_cdi_writer gh_cdi_spec_writer(json_t *doc, const char *path)
                                 mps = false;
                 return mps ? GH_CDI_WRITER_OURS_MPS : GH_CDI_WRITER_OURS;
         }
-        if (c.nvidia || (starts_with(kind, "nvidia.com/") && (strcmp(base, "nvidia.yaml") == 0 || strcmp(base, "nvidia.json") == 0)))
+        if (c.nvidia || (starts_with(kind, "nvidia.com/") &&
+                         (strcmp(base, "nvidia.yaml") == 0 || strcmp(base, "nvidia.json") == 0)))
                 return GH_CDI_WRITER_NVIDIA_CTK;
         return GH_CDI_WRITER_UNKNOWN;
 }
@@ -527,13 +532,14 @@ char *gh_cdi_spec_fix(json_t *doc, const char *path, enum gh_cdi_writer writer)
         case GH_CDI_WRITER_OURS:
         case GH_CDI_WRITER_OURS_MPS: {
                 _cleanup_free_ char *root = NULL;
-                const char *name = json_string_value(json_object_get(json_array_get(json_object_get(doc, "devices"), 0),
-                                                                     "name"));
+                const char *name =
+                        json_string_value(json_object_get(json_array_get(json_object_get(doc, "devices"), 0), "name"));
                 for_each_edits(doc, find_root, &rc);
                 root = gh_cdi_printable(rc.root, PATH_MAX);
                 if (writer == GH_CDI_WRITER_OURS_MPS)
-                        r = asprintf(&out, "gpu-cli%s%s cdi generate --mps-group=%s --output=%s", rc.root[0] ? " --root=" : "",
-                                     root ? root : "", name ? name + strlen(GH_CDI_MPS_PREFIX) : "NAME", p);
+                        r = asprintf(&out, "gpu-cli%s%s cdi generate --mps-group=%s --output=%s",
+                                     rc.root[0] ? " --root=" : "", root ? root : "",
+                                     name ? name + strlen(GH_CDI_MPS_PREFIX) : "NAME", p);
                 else
                         r = asprintf(&out, "gpu-cli%s%s cdi generate --output=%s", rc.root[0] ? " --root=" : "",
                                      root ? root : "", p);
@@ -585,8 +591,10 @@ static int add_spec(struct gh_cdi_set *set, const char *path, int priority, cons
                 return gh_err(err, ENOMEM, "reading CDI specs");
         if (ignored) {
                 _cleanup_free_ char *p = gh_cdi_printable(path, PATH_MAX);
-                if (asprintf(&s->error, "%s is not read by any runtime: CDI reads .json and .yaml files only; "
-                                        "rename it to .yaml", p ? p : "?") < 0)
+                if (asprintf(&s->error,
+                             "%s is not read by any runtime: CDI reads .json and .yaml files only; "
+                             "rename it to .yaml",
+                             p ? p : "?") < 0)
                         return s->error = NULL, gh_err(err, ENOMEM, "reading CDI specs");
                 return 0;
         }

@@ -45,13 +45,13 @@ enum gh_cdi_writer gh_cdi_spec_writer(json_t *doc, const char *path);
 
 struct gh_cdi_spec {
         char *path;
-        int priority;        /* its directory's index; for files named one by one, their order */
-        char *error;         /* why it cannot be read (then nothing below is set) */
+        int priority; /* its directory's index; for files named one by one, their order */
+        char *error;  /* why it cannot be read (then nothing below is set) */
         json_t *doc;
         enum gh_cdi_writer writer;
-        char *stale;         /* why it no longer matches this host (NULL: it does) */
-        char *fix;           /* the command that writes it again */
-        size_t ndevices;     /* devices it defines */
+        char *stale;     /* why it no longer matches this host (NULL: it does) */
+        char *fix;       /* the command that writes it again */
+        size_t ndevices; /* devices it defines */
 };
 
 enum gh_cdi_device_state {
@@ -61,8 +61,8 @@ enum gh_cdi_device_state {
 };
 
 struct gh_cdi_device {
-        char *name;   /* VENDOR/CLASS=NAME */
-        size_t spec;  /* index into specs */
+        char *name;  /* VENDOR/CLASS=NAME */
+        size_t spec; /* index into specs */
         enum gh_cdi_device_state state;
         size_t other; /* OVERRIDDEN: the spec that wins; CONFLICT: the other spec */
 };

@@ -131,8 +131,7 @@ static long proc_major(const char *text, const char *name)
         return -1;
 }
 
-static int all_possible(int rootfd, const char *root, const char *dev_char, struct gh_devchar_list *l,
-                        gh_error_t *err)
+static int all_possible(int rootfd, const char *root, const char *dev_char, struct gh_devchar_list *l, gh_error_t *err)
 {
         _cleanup_gpu_list_ struct gh_gpu_list gpus = { 0 };
         _cleanup_free_ char *devices = NULL, *mig = NULL;

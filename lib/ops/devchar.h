@@ -63,7 +63,7 @@ int gh_devchar_create(const char *dev_char, struct gh_devchar_list *list, const 
 
 struct gh_devchar_undo_entry {
         char path[PATH_MAX], target[PATH_MAX];
-        bool removed;          /* it was our link: removed (or removing it is what dry_run would do) */
+        bool removed;             /* it was our link: removed (or removing it is what dry_run would do) */
         char kept[PATH_MAX + 32]; /* not removed: why (it was replaced, it is gone) */
 };
 

@@ -413,8 +413,8 @@ static void check_cdi(const struct gh_doctor_opts *o, const char *version, struc
         size_t problems = 0;
 
         if (gh_cdi_set_load(o->cdi_dirs ? o->cdi_dirs : defaults, NULL, version, &set, &err) < 0) {
-                gh_doctor_add(d, "cdi", GH_CHECK_WARN, "The CDI specs could not be read.", "free memory and run it again",
-                              "%s", err->msg);
+                gh_doctor_add(d, "cdi", GH_CHECK_WARN, "The CDI specs could not be read.",
+                              "free memory and run it again", "%s", err->msg);
                 return;
         }
         for (size_t i = 0; i < set.nspecs; i++) {
@@ -506,8 +506,9 @@ static void check_dev_char(const struct gh_doctor_opts *o, bool systemd, struct 
                 snprintf(missing + used, sizeof(missing) - used, "%s%s%s%s", used ? ", " : "", l->path,
                          l->state == GH_DEVCHAR_OTHER ? " is " : "", l->state == GH_DEVCHAR_OTHER ? l->other : "");
         }
-        snprintf(fix, sizeof(fix), "gpu-cli%s%s setup dev-char-links%s%s (and install the udev rule "
-                                   "71-gpu-hook-dev-char.rules so that it runs when the driver loads)",
+        snprintf(fix, sizeof(fix),
+                 "gpu-cli%s%s setup dev-char-links%s%s (and install the udev rule "
+                 "71-gpu-hook-dev-char.rules so that it runs when the driver loads)",
                  strcmp(o->root, "/") ? " --root=" : "", strcmp(o->root, "/") ? o->root : "",
                  o->dev_char || strcmp(o->root, "/") ? " --dev-char-path=" : "",
                  o->dev_char || strcmp(o->root, "/") ? dir : "");
@@ -552,8 +553,10 @@ bool gh_doctor_driver_ready(const char *root, const char *ldcache, char *why, si
                                    sizeof(path), file, sizeof(file), &err) < 0)
                 return snprintf(why, size, "%s", err->msg), false;
         if (!gh_driver_name_has_version(file, version))
-                return snprintf(why, size, "the user-space driver (%s) is not the kernel module's version %s: reboot, "
-                                           "or reload the module", file, version),
+                return snprintf(why, size,
+                                "the user-space driver (%s) is not the kernel module's version %s: reboot, "
+                                "or reload the module",
+                                file, version),
                        false;
         return true;
 }

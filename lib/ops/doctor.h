@@ -40,7 +40,7 @@ struct gh_doctor_opts {
         enum gh_cgroup_manager manager; /* AUTO: systemd when /run/systemd/system exists */
         const struct gh_config *config; /* the hook's configuration (policy for the decision) */
         const char *mps_dir;            /* where MPS groups live; NULL: the config's mps.dir */
-        const char *dev_char;           /* where /dev/char links go; NULL: /dev/char (ROOT/dev/char under another --root) */
+        const char *dev_char; /* where /dev/char links go; NULL: /dev/char (ROOT/dev/char under another --root) */
 };
 
 const char *gh_check_status_name(enum gh_check_status s);
