@@ -183,6 +183,12 @@ t_is "$(LC_ALL=C grep -c $'[\x01-\x08\x0b-\x1f\x7f]' "$T/err")" 0 "no control ch
 timeout 60 "$GPU_CLI" "--root=$T/drv" doctor --hooks-dir="$T/none" --cgroup-manager=cgroupfs --cdi-dir="$T/bad" >"$T/doc" 2>&1
 t_is "$(grep -cE '^warn +cdi ' "$T/doc")" 15 "doctor: one warning per bad or stale spec"
 t_is "$(grep -cE '^warn +cdi .*syntax.yaml: line 3' "$T/doc")" 1 "doctor names the file and the line"
+# libyaml is loaded only to read a YAML spec: never by the cdi-hook, nor for JSON specs
+t_is "$(readelf -d "$GPU_CLI" | grep -c 'NEEDED.*yaml')" 0 "gpu-cli does not link libyaml"
+t_is "$(LD_DEBUG=files "$GPU_CLI" "--root=$T/drv" cdi list --cdi-dir="$T/j" 2>&1 >/dev/null | grep -c 'libyaml')" 0 \
+        "reading JSON specs does not load libyaml"
+t_match "$(LD_DEBUG=files "$GPU_CLI" "--root=$T/drv" cdi list --cdi-dir="$T/etc" 2>&1 >/dev/null | grep 'file=libyaml' | head -n1)" "libyaml-0.so.2" \
+        "reading a YAML spec loads it"
 "$GPU_CLI" cdi list "$T/bad/syntax.yaml" >/dev/null 2>&1
 t_is "$?" 1 "cdi list FILE of a bad spec exits 1"
 t_ok "cdi list FILE reads YAML" "$GPU_CLI" cdi list "$T/etc/nvidia.yaml"
