@@ -65,7 +65,7 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
         };
         struct gh_cdi_hook_opts o = { .root = g->root, .state_fd = STDIN_FILENO };
         _cleanup_error_ gh_error_t err = NULL;
-        int c, r = CLI_EXIT_USAGE;
+        int c, r = GH_EXIT_USAGE;
 
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (c) {
@@ -84,7 +84,7 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                 case OPT_MASK_PROC: o.mask_proc = true; break;
                 case 'h':
                         cdi_hook_usage(stdout);
-                        r = CLI_EXIT_OK;
+                        r = GH_EXIT_OK;
                         goto out;
                 default: cdi_hook_usage(stderr); goto out;
                 }
@@ -97,10 +97,10 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
         }
         if (gh_cdi_hook_run(&o, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi-hook: %s\n", err && err->msg ? err->msg : "failed");
-                r = CLI_EXIT_FAILURE;
+                r = GH_EXIT_FAILURE;
                 goto out;
         }
-        r = CLI_EXIT_OK;
+        r = GH_EXIT_OK;
 out:
         free(o.links);
         free(o.libs);

@@ -19,6 +19,7 @@
 #include "doctor.h"
 #include "gpus.h"
 #include "cli.h"
+#include "file.h"
 #include "log.h"
 #include "mps.h"
 #include "oci.h"
@@ -91,66 +92,13 @@ static void cdi_usage(FILE *out)
 
 int cli_cdi_read(const char *path, json_t **out, gh_error_t *err) { return gh_cdi_spec_read(path, out, err); }
 
-/* mkdir -p for the spec directory (root-owned, 0755). */
-static int make_dirs(const char *dir, gh_error_t *err)
+/* A runtime reading the directory sees the old spec or the new one, never half of one (the
+ * temporary name starts with a dot and has no .json: no CDI reader picks it up); synced, since a
+ * spec in /etc/cdi outlives a reboot; the directory made if missing. */
+static int write_spec_text(const char *path, const char *text, struct stat *st, gh_error_t *err)
 {
-        char buf[PATH_MAX];
-
-        if (snprintf(buf, sizeof(buf), "%s", dir) >= (int) sizeof(buf))
-                return gh_err(err, ENAMETOOLONG, "%s", dir);
-        for (char *p = buf + 1;; p++) {
-                if (*p != '/' && *p != '\0')
-                        continue;
-                char c = *p;
-                *p = '\0';
-                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                        return gh_err(err, errno, "creating %s", buf);
-                *p = c;
-                if (c == '\0')
-                        return 0;
-        }
-}
-
-/* Writes data to path through a temp file in the same directory and rename(): a runtime reading
- * the directory sees the old spec or the new one, never half of one.  *st: the file written. */
-static int write_atomic(const char *path, const char *data, size_t len, struct stat *st, gh_error_t *err)
-{
-        _cleanup_free_ char *copy = strdup(path), *tmp = NULL;
-        _cleanup_close_ int dfd = -1, fd = -1;
-        char *slash, *base;
-        const char *dir;
-
-        if (copy == NULL)
-                return gh_err(err, ENOMEM, "writing %s", path);
-        slash = strrchr(copy, '/');
-        if (slash == NULL) {
-                dir = ".";
-                base = copy;
-        } else {
-                *slash = '\0';
-                dir = slash == copy ? "/" : copy;
-                base = slash + 1;
-        }
-        if (*base == '\0')
-                return gh_err(err, EINVAL, "--output '%s' names a directory; give a file name", path);
-        if (make_dirs(dir, err) < 0)
-                return -1;
-        dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return gh_err(err, errno, "opening %s", dir);
-        /* A dot name without .json/.yaml: no CDI reader picks the temp file up. */
-        if (asprintf(&tmp, ".%s.%d.tmp", base, (int) getpid()) < 0)
-                return gh_err(err, ENOMEM, "writing %s", path);
-        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return gh_err(err, errno, "creating a temp file in %s", dir);
-        if (fchmod(fd, 0644) < 0 || write(fd, data, len) != (ssize_t) len || fsync(fd) < 0 ||
-            (st != NULL && fstat(fd, st) < 0) || renameat(dfd, tmp, dfd, base) < 0) {
-                int e = errno;
-                unlinkat(dfd, tmp, 0);
-                return gh_err(err, e ? e : EIO, "writing %s", path);
-        }
-        return 0;
+        return gh_write_file_at(AT_FDCWD, path, text, strlen(text), 0644,
+                                GH_WRITE_ATOMIC | GH_WRITE_SYNC | GH_WRITE_MKDIR_0755, st, err);
 }
 
 static char *spec_text(json_t *spec)
@@ -170,7 +118,7 @@ int cli_cdi_write(json_t *spec, const char *path, struct stat *st, gh_error_t *e
 
         if (text == NULL)
                 return gh_err(err, ENOMEM, "writing %s", path);
-        return write_atomic(path, text, strlen(text), st, err);
+        return write_spec_text(path, text, st, err);
 }
 
 int cli_self_path(char *buf, size_t size)
@@ -198,7 +146,7 @@ static int parse_names(const char *s, unsigned *names)
 
 static void refresh_usage(FILE *out)
 {
-        fprintf(out, "Usage: gpu-cli [--root=DIR] cdi refresh [--wait=SECONDS] [--output=FILE] [cdi generate OPTIONS]\n"
+        fprintf(out, "Usage: gpu-cli [--root=DIR] cdi refresh [--wait=SECONDS] [--output=FILE] [OPTIONS]\n"
                      "\n"
                      "Writes the CDI spec again when it is missing or stale, once the NVIDIA driver is really\n"
                      "loaded: /proc/driver/nvidia/version, the GPUs, /dev/nvidiactl and each GPU's /dev/nvidiaN with\n"
@@ -207,8 +155,11 @@ static void refresh_usage(FILE *out)
                      "The systemd unit gpu-hook-cdi-refresh.service runs it at boot and, through a udev rule,\n"
                      "whenever the nvidia module is loaded or a GPU is bound to it.\n"
                      "\n"
-                     "Options are those of 'gpu-cli cdi generate' (default output /etc/cdi/VENDOR-CLASS.json),\n"
-                     "less --check and --mps-group.\n"
+                     "      --wait=SECONDS         how long to wait for the driver (default 60, at most 3600)\n"
+                     "  -o, --output=FILE          default /etc/cdi/VENDOR-CLASS.json\n"
+                     "      --vendor=NAME, --class=NAME, --device-name-strategy=NAMES, --capabilities=LIST,\n"
+                     "      --layout=LAYOUT, --hook-path=PATH\n"
+                     "                             as for 'gpu-cli cdi generate'\n"
                      "\n"
                      "Exit status: 0 written or already current, 1 the driver did not become ready or writing\n"
                      "failed, 2 usage error.\n");
@@ -309,13 +260,13 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
                                 fprintf(stderr,
                                         "gpu-cli: cdi generate: --device-name-strategy '%s': use index, uuid or index,uuid\n",
                                         optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         break;
                 case OPT_CAPS:
                         if (gh_capability_parse(optarg, GH_CAP_ALL, &o.caps, &err) < 0) {
                                 fprintf(stderr, "gpu-cli: cdi generate: --capabilities: %s\n", err->msg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         break;
                 case OPT_LAYOUT: layout = optarg; break;
@@ -323,7 +274,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
                         if (optarg[0] != '/') {
                                 fprintf(stderr, "gpu-cli: cdi generate: --hook-path '%s' must be an absolute path\n",
                                         optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         o.hook_path = optarg;
                         break;
@@ -333,7 +284,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
                         if (optarg[0] != '/') {
                                 fprintf(stderr, "gpu-cli: cdi generate: --mps-dir '%s' must be an absolute path\n",
                                         optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         o.mps_dir = optarg;
                         break;
@@ -343,48 +294,48 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
                         if (!refresh || *end != '\0' || wait_s < 0 || wait_s > 3600) {
                                 fprintf(stderr, "gpu-cli: cdi: --wait='%s': %s\n", optarg,
                                         refresh ? "give seconds, 0 to 3600" : "only cdi refresh waits");
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         break;
                 }
-                case 'h': (refresh ? refresh_usage : generate_usage)(stdout); return CLI_EXIT_OK;
-                default: (refresh ? refresh_usage : generate_usage)(stderr); return CLI_EXIT_USAGE;
+                case 'h': (refresh ? refresh_usage : generate_usage)(stdout); return GH_EXIT_OK;
+                default: (refresh ? refresh_usage : generate_usage)(stderr); return GH_EXIT_USAGE;
                 }
         }
         if (optind != argc) {
                 fprintf(stderr, "gpu-cli: cdi generate takes no argument ('%s'); see 'gpu-cli cdi generate --help'\n",
                         argv[optind]);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (refresh && (check != NULL || o.mps_group != NULL)) {
                 fprintf(stderr, "gpu-cli: cdi refresh: --check and --mps-group are for cdi generate\n");
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (o.mps_dir != NULL && o.mps_group == NULL) {
                 fprintf(stderr, "gpu-cli: cdi generate: --mps-dir is for a group's spec: give --mps-group=NAME too\n");
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (gh_layout_named(layout, &o.layout, &err) < 0 || gh_cdi_check_kind(o.vendor, o.class_, &err) < 0 ||
             (o.mps_group && gh_cdi_check_mps_name(o.mps_group, &err) < 0)) {
                 fprintf(stderr, "gpu-cli: cdi generate: %s\n", err->msg);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (o.hook_path == NULL) {
                 if (cli_self_path(self, sizeof(self)) < 0) {
                         fprintf(stderr,
                                 "gpu-cli: cdi generate: cannot find our own path (%m); pass --hook-path=/usr/bin/gpu-cli\n");
-                        return CLI_EXIT_FAILURE;
+                        return GH_EXIT_FAILURE;
                 }
                 o.hook_path = self;
         }
         if (output == NULL && o.mps_group != NULL) {
                 if (asprintf(&output, CLI_CDI_MPS_SPEC_FMT, o.vendor, o.class_, o.mps_group) < 0)
-                        return CLI_EXIT_FAILURE;
+                        return GH_EXIT_FAILURE;
         } else if (output == NULL && asprintf(&output, "/etc/cdi/%s-%s.json", o.vendor, o.class_) < 0)
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
 
         if (refresh && strcmp(output, "-") != 0 && wait_ready(g, wait_s, output) < 0)
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         if (gh_cdi_generate(&o, &spec, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi generate: %s\n", err && err->msg ? err->msg : "failed");
                 return gh_error_exit_status(err);
@@ -392,39 +343,39 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
         if (check != NULL) {
                 if (cli_cdi_read(check, &old, &err) < 0) {
                         fprintf(stderr, "gpu-cli: cdi generate --check: %s\n", err->msg);
-                        return CLI_EXIT_FAILURE;
+                        return GH_EXIT_FAILURE;
                 }
                 if (!gh_cdi_same(spec, old, &why)) {
                         fprintf(stderr,
                                 "gpu-cli: cdi generate --check: %s is stale: %s; write it again with 'gpu-cli cdi generate --output=%s'\n",
                                 check, why ? why : "it differs", check);
-                        return CLI_EXIT_FAILURE;
+                        return GH_EXIT_FAILURE;
                 }
                 printf("%s is current\n", check);
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         }
         if (refresh && strcmp(output, "-") != 0 && access(output, F_OK) == 0) {
                 _cleanup_error_ gh_error_t rerr = NULL;
                 if (cli_cdi_read(output, &old, &rerr) == 0 && gh_cdi_same(spec, old, &why)) {
                         printf("%s is current (driver %s)\n", output, driver_version_of(g));
-                        return CLI_EXIT_OK;
+                        return GH_EXIT_OK;
                 }
         }
         text = spec_text(spec);
         if (text == NULL) {
                 fprintf(stderr, "gpu-cli: cdi generate: out of memory\n");
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         if (strcmp(output, "-") == 0) {
                 if (fputs(text, stdout) == EOF || fflush(stdout) == EOF) {
                         fprintf(stderr, "gpu-cli: cdi generate: writing to stdout: %m\n");
-                        return CLI_EXIT_FAILURE;
+                        return GH_EXIT_FAILURE;
                 }
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         }
-        if (write_atomic(output, text, strlen(text), NULL, &err) < 0) {
+        if (write_spec_text(output, text, NULL, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi generate: %s\n", err->msg);
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         gh_debug("CDI spec %s: %zu devices, cdiVersion %s", output, json_array_size(json_object_get(spec, "devices")),
                  json_string_value(json_object_get(spec, "cdiVersion")));
@@ -432,7 +383,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
                 printf("wrote %s (%zu devices, driver %s)%s%s\n", output,
                        json_array_size(json_object_get(spec, "devices")), driver_version_of(g),
                        why ? ": it was stale: " : "", why ? why : "");
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }
 
 static const char *device_state(const struct gh_cdi_set *set, const struct gh_cdi_device *d)
@@ -535,17 +486,17 @@ static int cdi_list(int argc, char **argv, const struct cli_globals *g)
         char version[GH_VERSION_MAX];
         bool json = false, quiet = false, have_version = false;
         size_t ndirs = 0;
-        int c, r = CLI_EXIT_OK;
+        int c, r = GH_EXIT_OK;
 
         if (dirs == NULL)
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
                 switch (c) {
                 case 'j': json = true; break;
                 case 'q': quiet = true; break;
                 case 'd': dirs[ndirs++] = optarg; break;
-                case 'h': list_usage(stdout); return CLI_EXIT_OK;
-                default: list_usage(stderr); return CLI_EXIT_USAGE;
+                case 'h': list_usage(stdout); return GH_EXIT_OK;
+                default: list_usage(stderr); return GH_EXIT_USAGE;
                 }
         }
         {
@@ -556,15 +507,15 @@ static int cdi_list(int argc, char **argv, const struct cli_globals *g)
         if (gh_cdi_set_load(ndirs ? dirs : default_dirs, optind < argc ? (const char *const *) argv + optind : NULL,
                             have_version ? version : NULL, &set, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi list: %s\n", err->msg);
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         /* files named one by one must each be a spec */
         for (size_t i = 0; optind < argc && i < set.nspecs; i++)
                 if (set.specs[i].error)
-                        r = CLI_EXIT_FAILURE;
+                        r = GH_EXIT_FAILURE;
         if (json) {
                 if (cli_print_json(list_json(&set)) < 0)
-                        r = CLI_EXIT_FAILURE;
+                        r = GH_EXIT_FAILURE;
         } else if (quiet) {
                 for (size_t i = 0; i < set.ndevices; i++)
                         if (set.devices[i].state == GH_CDI_DEVICE_OK)
@@ -581,7 +532,7 @@ int cmd_cdi(int argc, char **argv, const struct cli_globals *g)
 {
         if (argc < 2) {
                 cdi_usage(stderr);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (strcmp(argv[1], "generate") == 0)
                 return cdi_generate(argc - 1, argv + 1, g, false);
@@ -591,8 +542,8 @@ int cmd_cdi(int argc, char **argv, const struct cli_globals *g)
                 return cdi_list(argc - 1, argv + 1, g);
         if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
                 cdi_usage(stdout);
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         }
         fprintf(stderr, "gpu-cli: cdi: unknown command '%s'; use generate, refresh or list\n", argv[1]);
-        return CLI_EXIT_USAGE;
+        return GH_EXIT_USAGE;
 }

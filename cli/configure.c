@@ -43,6 +43,8 @@ static void configure_usage(FILE *out)
                 "      --imex-channel=N       give IMEX channel N (repeatable, or a comma list; at most %d)\n"
                 "      --no-persistenced --no-fabricmanager --no-gsp-firmware\n"
                 "      --mps-pipe-dir=DIR     the MPS pipe directory (default /tmp/nvidia-mps)\n"
+                "      --mps-group=NAME       join a running MPS group: its pipe directory and /dev/shm (docs/mps.md)\n"
+                "      --mps-dir=DIR          where MPS groups live (default /run/gpu-hook/mps)\n"
                 "\n"
                 "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found, 4 requirement not met.\n",
                 GH_REQUEST_MAX_IMEX_CHANNELS);
@@ -95,7 +97,7 @@ static int dry_run(const struct cli_globals *g, const struct gh_request *req, co
 
         if (fd < 0) {
                 fprintf(stderr, "gpu-cli: configure: ROOTFS: %s\n", err->msg);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         gh_layout_detect(fd, &layout);
         if (gh_plan_for_root(g->root, g->ldcache, NULL, req, &layout, &plan, &err) < 0) {
@@ -106,9 +108,9 @@ static int dry_run(const struct cli_globals *g, const struct gh_request *req, co
         gh_plan_free(&plan);
         if (r < 0) {
                 fprintf(stderr, "gpu-cli: configure: writing the plan: %m\n");
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }
 
 int cmd_configure(int argc, char **argv, const struct cli_globals *g)
@@ -135,23 +137,23 @@ int cmd_configure(int argc, char **argv, const struct cli_globals *g)
         }
         if (a.help) {
                 configure_usage(stdout);
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         }
         if (first != argc - 1) {
                 fprintf(stderr,
                         "gpu-cli: configure needs exactly one ROOTFS argument; see 'gpu-cli configure --help'\n");
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         o.rootfs = argv[first];
         if (o.rootfs[0] != '/' || strcmp(o.rootfs, "/") == 0) {
                 fprintf(stderr, "gpu-cli: ROOTFS '%s' must be an absolute path other than /\n", o.rootfs);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (a.dry_run)
                 return dry_run(g, &req, o.rootfs);
         if (a.pid == 0) {
                 fprintf(stderr, "gpu-cli: configure needs --pid=PID (the host pid of the container's process)\n");
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         o.pid = a.pid;
         if (gh_configure(&o, &t, &err) < 0) {
@@ -161,5 +163,5 @@ int cmd_configure(int argc, char **argv, const struct cli_globals *g)
         gh_debug("configure done in %ld us (discover %ld, plan %ld, mount %ld, ldcache %ld, cgroup %ld, %zu items, %s)",
                  t.total_us, t.discover_us, t.plan_us, t.mount_us, t.ldcache_us, t.cgroup_us, t.items,
                  gh_gpus_origin_name(t.gpus_origin));
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }

@@ -312,7 +312,7 @@ static int parse_common(int argc, char **argv, const char *cmd, bool *json, bool
                                 goto bad;
                         if (optarg[0] != '/') {
                                 fprintf(stderr, "gpu-cli: ps: --mps-dir '%s' must be an absolute path\n", optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         *mps_dir = optarg;
                         break;
@@ -327,7 +327,7 @@ static int parse_common(int argc, char **argv, const char *cmd, bool *json, bool
                         v = strtol(optarg, &end, 10);
                         if (*optarg == '\0' || *end != '\0' || v < 1 || v > 3600) {
                                 fprintf(stderr, "gpu-cli: top: --interval '%s' must be 1..3600 seconds\n", optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         *interval = (int) v;
                         break;
@@ -337,7 +337,7 @@ static int parse_common(int argc, char **argv, const char *cmd, bool *json, bool
                         v = strtol(optarg, &end, 10);
                         if (*optarg == '\0' || *end != '\0' || v < 1) {
                                 fprintf(stderr, "gpu-cli: top: --iterations '%s' must be a positive number\n", optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         *iterations = v;
                         break;
@@ -350,20 +350,20 @@ static int parse_common(int argc, char **argv, const char *cmd, bool *json, bool
                                 *sort = CLI_SORT_UTIL;
                         else {
                                 fprintf(stderr, "gpu-cli: top: --sort '%s' must be 'memory' or 'util'\n", optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         break;
                 case 'h': return -1;
                 default:
                 bad:
                         fprintf(stderr, "gpu-cli: %s: bad option; see 'gpu-cli %s --help'\n", cmd, cmd);
-                        return CLI_EXIT_USAGE;
+                        return GH_EXIT_USAGE;
                 }
         }
         if (optind < argc) {
                 fprintf(stderr, "gpu-cli: %s: unexpected argument '%s'; see 'gpu-cli %s --help'\n", cmd, argv[optind],
                         cmd);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         return 0;
 }
@@ -383,15 +383,15 @@ int cmd_ps(int argc, char **argv, const struct cli_globals *g)
         r = parse_common(argc, argv, "ps", &json, &no_trunc, &uo, &interval, &sort, &iterations, &mps_dir);
         if (r < 0) {
                 ps_usage(stdout);
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         }
         if (r > 0)
                 return r;
-        if ((r = cli_usage_load(g, &uo, "ps", &list)) != CLI_EXIT_OK)
+        if ((r = cli_usage_load(g, &uo, "ps", &list)) != GH_EXIT_OK)
                 return r;
         if (mps_load(g, mps_dir, uo.state_dirs, &mps, &nmps) < 0) {
                 fprintf(stderr, "gpu-cli: ps: out of memory listing MPS clients\n");
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         if (!json) {
                 print_table(&list, CLI_SORT_GPU, no_trunc, 0, stdout);
@@ -399,14 +399,14 @@ int cmd_ps(int argc, char **argv, const struct cli_globals *g)
         } else if (print_json(&list, mps, nmps) < 0) {
                 mps_rows_free(mps, nmps);
                 fprintf(stderr, "gpu-cli: ps: out of memory writing JSON\n");
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         mps_rows_free(mps, nmps);
         if (fflush(stdout) != 0) {
                 fprintf(stderr, "gpu-cli: ps: writing the output: %m\n");
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }
 
 /* ---- top ---- */
@@ -552,7 +552,7 @@ int cmd_top(int argc, char **argv, const struct cli_globals *g)
         r = parse_common(argc, argv, "top", &json, &no_trunc, &uo, &interval, &sort, &iterations, NULL);
         if (r < 0) {
                 top_usage(stdout);
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         }
         if (r > 0)
                 return r;
@@ -561,7 +561,7 @@ int cmd_top(int argc, char **argv, const struct cli_globals *g)
         sigaction(SIGTERM, &sa, NULL);
         if (tty)
                 keys_start();
-        r = CLI_EXIT_OK;
+        r = GH_EXIT_OK;
         for (long i = 0; !stop && (iterations == 0 || i < iterations); i++) {
                 _cleanup_gpu_list_ struct gh_gpu_list list = { 0 };
                 struct winsize ws = { 0 };
@@ -577,7 +577,7 @@ int cmd_top(int argc, char **argv, const struct cli_globals *g)
                 /* any other key: a refresh now */
                 if (key < 0 || stop)
                         break;
-                if ((r = cli_usage_load(g, &uo, "top", &list)) != CLI_EXIT_OK)
+                if ((r = cli_usage_load(g, &uo, "top", &list)) != GH_EXIT_OK)
                         break;
                 if (tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
                         width = ws.ws_col;

@@ -43,7 +43,7 @@ static int undo(const char *dev_char, const char *record, bool dry_run)
 
         if (gh_devchar_undo(dev_char, record, dry_run, &u, &err) < 0) {
                 fprintf(stderr, "gpu-cli setup dev-char-links --undo: %s\n", err->msg);
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         for (size_t i = 0; i < u.n; i++) {
                 if (u.v[i].removed) {
@@ -57,7 +57,7 @@ static int undo(const char *dev_char, const char *record, bool dry_run)
         if (u.n == 0)
                 printf("dev-char-links: no link of ours in %s\n", dev_char);
         gh_devchar_undo_free(&u);
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }
 
 int cli_setup_dev_char(int argc, char **argv, const struct cli_globals *g)
@@ -88,30 +88,30 @@ int cli_setup_dev_char(int argc, char **argv, const struct cli_globals *g)
                 case 'R': record = optarg; break;
                 case 'n': dry_run = true; break;
                 case 'u': do_undo = true; break;
-                case 'h': usage(stdout); return CLI_EXIT_OK;
-                default: usage(stderr); return CLI_EXIT_USAGE;
+                case 'h': usage(stdout); return GH_EXIT_OK;
+                default: usage(stderr); return GH_EXIT_USAGE;
                 }
         }
         if (optind != argc) {
                 fprintf(stderr, "gpu-cli setup dev-char-links takes no argument ('%s')\n", argv[optind]);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (dev_char[0] != '/' || record[0] != '/' || root[0] != '/') {
                 fprintf(stderr, "gpu-cli setup dev-char-links: --dev-char-path, --driver-root and --record take "
                                 "absolute paths\n");
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (do_undo && create_all) {
                 fprintf(stderr, "gpu-cli setup dev-char-links: --undo removes what the record names; "
                                 "--create-all is for making links\n");
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (do_undo)
                 return undo(dev_char, record, dry_run);
         if (gh_devchar_plan(root, dev_char, create_all, &list, &err) < 0 ||
             (!dry_run && gh_devchar_create(dev_char, &list, record, &err) < 0)) {
                 fprintf(stderr, "gpu-cli setup dev-char-links: %s\n", err->msg);
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         for (size_t i = 0; i < list.n; i++) {
                 const struct gh_devchar_link *l = &list.v[i];
@@ -137,5 +137,5 @@ int cli_setup_dev_char(int argc, char **argv, const struct cli_globals *g)
         else if (made == 0 && left == 0)
                 printf("dev-char-links: nothing to change (%zu link(s) in %s)\n", list.n, dev_char);
         gh_devchar_list_free(&list);
-        return left ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+        return left ? GH_EXIT_FAILURE : GH_EXIT_OK;
 }

@@ -28,8 +28,6 @@
 #define GPUHOOK_DEFAULT_CONFIG GH_TEST_DEFAULT_CONFIG
 #endif
 
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
-
 struct options {
         const char *config;
         const char *debug;
@@ -92,10 +90,10 @@ static int parse_args(int argc, char **argv, struct options *o)
                         o->dry_run = true;
                 } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
                         usage(stdout);
-                        exit(EXIT_OK);
+                        exit(GH_EXIT_OK);
                 } else if (strcmp(a, "--version") == 0) {
                         printf("gpu-hook %s\n", gpuhook_version());
-                        exit(EXIT_OK);
+                        exit(GH_EXIT_OK);
                 } else if (a[0] != '-' && is_stage(a) && o->stage == NULL) {
                         o->stage = a;
                 } else {
@@ -195,13 +193,13 @@ int main(int argc, char **argv)
 
         gh_log_set_program("gpu-hook");
         if (parse_args(argc, argv, &o) < 0)
-                return EXIT_USAGE;
+                return GH_EXIT_USAGE;
         /* Nothing to do after the container started or stopped: be gone before reading anything. */
         if (o.stage != NULL && (strcmp(o.stage, "poststart") == 0 || strcmp(o.stage, "poststop") == 0))
-                return EXIT_OK;
+                return GH_EXIT_OK;
         if (o.debug != NULL && gh_log_open(o.debug, true) < 0) {
                 fprintf(stderr, "gpu-hook: cannot open debug file %s: %m; pass a writable --debug path\n", o.debug);
-                return EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
 
         gh_hooklog_start(&log, o.stage ? o.stage : "createRuntime");

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "file.h"
 #include "log.h"
 #include "mps.h"
 #include "proc.h"
@@ -77,20 +78,8 @@ void gh_mps_group_path(char *buf, size_t size, const char *dir, const char *name
 
 int gh_mps_kv_write(const char *path, const char *text, gh_error_t *err)
 {
-        char tmp[PATH_MAX];
-        size_t len = strlen(text);
-        _cleanup_close_ int fd = -1;
-
-        if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int) sizeof(tmp))
-                return gh_err(err, ENAMETOOLONG, "writing %s", path);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0 || write(fd, text, len) != (ssize_t) len || rename(tmp, path) < 0) {
-                int e = errno;
-                if (fd >= 0)
-                        unlink(tmp);
-                return gh_err(err, e, "writing %s", path);
-        }
-        return 0;
+        /* No fsync: the files describe daemons, which do not outlive a reboot either. */
+        return gh_write_file_at(AT_FDCWD, path, text, strlen(text), 0644, GH_WRITE_ATOMIC, NULL, err);
 }
 
 int gh_mps_kv_read(const char *path, void (*line)(const char *key, const char *value, void *data), void *data,
