@@ -10,15 +10,10 @@
 
 /* Global options, parsed by main.c before the subcommand. */
 struct cli_globals {
-        const char *root;    /* --root: driver root, default "/" */
-        const char *ldcache; /* --ldcache: default "/etc/ld.so.cache" under root */
-        const char *user;    /* --user=UID[:GID]: identity of the driver service, default overflow uid */
-        uid_t uid;           /* --user, parsed once by main.c; (uid_t) -1 when not given */
-        gid_t gid;
-        const char *debug;      /* --debug=FILE */
-        bool load_kmods;        /* --load-kmods */
-        bool no_pivot;          /* --no-pivot (accepted for compatibility) */
-        bool json_log;          /* --log-format=json */
+        const char *root;       /* --root: driver root, default "/" */
+        const char *ldcache;    /* --ldcache: default "/etc/ld.so.cache" under root */
+        uid_t uid;              /* --user=UID[:GID], parsed once by main.c: the driver service's */
+        gid_t gid;              /* identity; (uid_t) -1 when not given (the overflow uid) */
         const char *state_file; /* --state-file (driver-state cache); NULL with --no-cache or another --root */
 };
 

@@ -11,6 +11,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "configure.h"
+#include "discover.h"
 #include "log.h"
 #include "plan.h"
 #include "request.h"

@@ -127,7 +127,7 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
         };
         const char *hooks[MAX_DIRS + 1] = { NULL }, *cdi[MAX_DIRS + 1] = { NULL }, *state[MAX_DIRS + 1] = { NULL };
         size_t nhooks = 0, ncdi = 0, nstate = 0;
-        struct gh_doctor_opts o = { .root = g->root, .ldcache = g->ldcache, .uid = (uid_t) -1, .gid = (gid_t) -1 };
+        struct gh_doctor_opts o = { .root = g->root, .ldcache = g->ldcache, .uid = g->uid, .gid = g->gid };
         struct gh_container_ref ref = { 0 };
         _cleanup_error_ gh_error_t err = NULL;
         const char *config = GPUHOOK_DEFAULT_CONFIG, *id = NULL;
@@ -190,10 +190,6 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
         if (optind < argc || (pid > 0 && id != NULL)) {
                 fprintf(stderr, "gpu-cli: doctor: %s; see 'gpu-cli doctor --help'\n",
                         optind < argc ? "unexpected argument" : "give --pid or --container, not both");
-                return GH_EXIT_USAGE;
-        }
-        if (g->user != NULL && gh_service_parse_user(g->user, &o.uid, &o.gid, &err) < 0) {
-                fprintf(stderr, "gpu-cli: %s\n", err->msg);
                 return GH_EXIT_USAGE;
         }
         if (gh_config_init(&cfg, &err) < 0 || gh_config_load(&cfg, config, &err) < 0) {

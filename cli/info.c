@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "discover.h"
 #include "cli.h"
 #include "gpus.h"
 #include "rootfs.h"
@@ -227,10 +228,10 @@ int cmd_info(int argc, char **argv, const struct cli_globals *g)
         gopts.gid = g->gid;
         gopts.state_file = no_cache ? NULL : g->state_file;
         gopts.cache = &gh_statecache;
-        rootfd = gh_rootfs_open(g->root, &err);
+        rootfd = gh_driver_root_open(g->root, &err);
         if (rootfd < 0) {
                 fprintf(stderr, "gpu-cli: info: %s; check --root\n", err->msg);
-                return err->code == ENOENT || err->code == ENOTDIR ? GH_EXIT_NO_DRIVER : gh_error_exit_status(err);
+                return gh_error_exit_status(err);
         }
         /* No driver at all is its own exit status, and needs no service to find out. */
         if (gh_gpus_driver_version(rootfd, version, sizeof(version), &err) < 0) {

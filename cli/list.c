@@ -10,6 +10,7 @@
 #include "capability.h"
 #include "cleanup.h"
 #include "cli.h"
+#include "discover.h"
 #include "driver.h"
 #include "log.h"
 #include "plan.h"

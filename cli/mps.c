@@ -12,6 +12,7 @@
 #include "capability.h"
 #include "cdi.h"
 #include "cleanup.h"
+#include "discover.h"
 #include "cli.h"
 #include "driver.h"
 #include "gpus.h"
@@ -177,7 +178,7 @@ static int start(int argc, char **argv, const struct cli_globals *g, const char 
                 fprintf(stderr, "gpu-cli mps start: %s, or give --cdi-spec=none\n", err->msg);
                 return GH_EXIT_USAGE;
         }
-        rootfd = gh_rootfs_open(g->root, &err);
+        rootfd = gh_driver_root_open(g->root, &err);
         if (rootfd < 0 || gh_gpus_fast(rootfd, &gpus, &err) < 0 || find_control(g, rootfd, &control, &err) < 0)
                 goto fail;
         if (gh_select_parse(device, &req, &err) < 0 || gh_select_resolve(&req, &gpus, &sel, &err) < 0)
@@ -251,7 +252,7 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
                 return GH_EXIT_FAILURE;
         }
         /* clients need the control program; a missing driver only loses that column */
-        rootfd = gh_rootfs_open(g->root, &err);
+        rootfd = gh_driver_root_open(g->root, &err);
         if (rootfd < 0 || find_control(g, rootfd, &control, &err) < 0)
                 gh_error_free(&err);
         /* the compute mode needs NVML; without it the mode is unknown (said on stderr) */
@@ -259,8 +260,9 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
         struct gh_gpus_opts gopts = GH_GPUS_OPTS_DEFAULT;
         bool have_gpus = false;
         gopts.with_usage = true;
-        if (n > 0 && rootfd >= 0 &&
-            (g->user == NULL || gh_service_parse_user(g->user, &gopts.uid, &gopts.gid, &err) == 0)) {
+        gopts.uid = g->uid;
+        gopts.gid = g->gid;
+        if (n > 0 && rootfd >= 0) {
                 have_gpus = gh_gpus_load(rootfd, &gopts, &gpus, &err) == 0;
                 if (!have_gpus)
                         fprintf(stderr, "gpu-cli mps list: compute modes unknown: %s\n", err->msg);
@@ -367,7 +369,7 @@ int cmd_mps(int argc, char **argv, const struct cli_globals *g)
                 }
                 _cleanup_error_ gh_error_t err = NULL;
                 _cleanup_free_ char *control = NULL;
-                _cleanup_close_ int rootfd = gh_rootfs_open(g->root, &err);
+                _cleanup_close_ int rootfd = gh_driver_root_open(g->root, &err);
                 if (rootfd < 0 || find_control(g, rootfd, &control, &err) < 0) {
                         /* without the client the daemon is still stopped, by signal */
                         gh_error_free(&err);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "discover.h"
 #include "container.h"
 #include "mps-daemon.h"
 #include "oci.h"
@@ -94,7 +95,7 @@ static int mps_load(const struct cli_globals *g, const char *dir, const char *co
         rows = calloc(n, sizeof(*rows));
         if (rows == NULL)
                 return -1;
-        rootfd = gh_rootfs_open(g->root, &err);
+        rootfd = gh_driver_root_open(g->root, &err);
         if (rootfd < 0 || gh_mps_find_control(rootfd, g->root, g->ldcache, &control, &err) < 0) {
                 fprintf(stderr, "gpu-cli: ps: MPS clients not listed: %s\n", err->msg);
                 gh_error_free(&err);

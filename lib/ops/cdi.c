@@ -12,8 +12,7 @@
 #include "capability.h"
 #include "cdi.h"
 #include "cleanup.h"
-#include "driver.h"
-#include "gpus.h"
+#include "discover.h"
 #include "log.h"
 #include "mps.h"
 #include "oci.h"
@@ -24,9 +23,7 @@
 /* What the devices' plans share. */
 struct cdi_ctx {
         const struct gh_cdi_opts *o;
-        int droot;
-        struct gh_driver *drv;
-        struct gh_gpu_list gpus;
+        struct gh_discovery d; /* the driver root, its files, every GPU (or the group's) */
         struct gh_plan common; /* the plan without any GPU: control nodes, files, links, libraries */
         struct gh_plan group;  /* an MPS group's spec: the plan of its GPU with the group joined */
         bool has_group;
@@ -57,24 +54,23 @@ int gh_cdi_check_mps_name(const char *group, gh_error_t *err)
                 return gh_err_kind(err, GH_ERR_USAGE);
         snprintf(name, sizeof(name), GH_CDI_MPS_PREFIX "%s", group);
         if (!valid_name(name, "_-.:"))
-                return gh_err(err, EINVAL,
-                              "MPS group '%s' cannot be a CDI device: CDI device names end in a letter or digit; "
-                              "start the group under another name",
-                              group),
-                       gh_err_kind(err, GH_ERR_USAGE);
+                return gh_err_usage(err,
+                                    "MPS group '%s' cannot be a CDI device: CDI device names end in a letter or digit; "
+                                    "start the group under another name",
+                                    group);
         return 0;
 }
 
 int gh_cdi_check_kind(const char *vendor, const char *class_, gh_error_t *err)
 {
         if (!valid_name(vendor, "_-."))
-                return gh_err(
-                        err, EINVAL,
+                return gh_err_usage(
+                        err,
                         "invalid vendor '%s': a letter first, then letters, digits, '_', '-' or '.', ending in a letter or digit (e.g. nvidia.com)",
                         vendor);
         if (!valid_name(class_, "_-"))
-                return gh_err(
-                        err, EINVAL,
+                return gh_err_usage(
+                        err,
                         "invalid class '%s': a letter first, then letters, digits, '_' or '-', ending in a letter or digit (e.g. gpu)",
                         class_);
         return 0;
@@ -99,7 +95,7 @@ static int append_new(json_t *arr, json_t *v) { return v == NULL ? -1 : json_arr
 
 static json_t *device_node(const struct cdi_ctx *c, const struct gh_item *it, gh_error_t *err)
 {
-        _cleanup_close_ int fd = gh_resolve(c->droot, it->src, O_PATH | O_NOFOLLOW, err);
+        _cleanup_close_ int fd = gh_resolve(c->d.droot, it->src, O_PATH | O_NOFOLLOW, err);
         json_t *d = json_object();
         char hp[PATH_MAX];
         struct stat st;
@@ -302,7 +298,7 @@ static int add_device(const struct cdi_ctx *c, json_t *devices, const char *name
         req.uid = c->o->uid;
         req.gid = c->o->gid;
         if (gh_request_set_devices(&req, request, err) < 0 ||
-            gh_plan_build(c->droot, c->drv, &c->gpus, &req, &c->o->layout, &plan, err) < 0)
+            gh_plan_build(c->d.droot, c->d.drv, &c->d.gpus, &req, &c->o->layout, &plan, err) < 0)
                 return gh_err_wrap(err, "CDI device '%s'", name);
         nodes = device_nodes(c, &plan, &c->common, err);
         if (nodes == NULL)
@@ -339,7 +335,7 @@ static int add_group_device(struct cdi_ctx *c, json_t *devices, const struct gh_
         if (req.mps_group == NULL || (c->o->mps_dir && req.mps_dir == NULL))
                 return gh_err(err, ENOMEM, "writing the CDI spec");
         if (gh_request_set_devices(&req, g->gpu_uuid, err) < 0 ||
-            gh_plan_build(c->droot, c->drv, &c->gpus, &req, &c->o->layout, &c->group, err) < 0)
+            gh_plan_build(c->d.droot, c->d.drv, &c->d.gpus, &req, &c->o->layout, &c->group, err) < 0)
                 return gh_err_wrap(err, "CDI device '%s'", name);
         c->has_group = true;
         nodes = device_nodes(c, &c->group, &c->common, err);
@@ -373,8 +369,8 @@ static int add_devices(const struct cdi_ctx *c, json_t *devices, gh_error_t *err
         unsigned names = c->o->names;
         char buf[64];
 
-        for (size_t g = 0; g < c->gpus.n; g++) {
-                const struct gh_gpu *gpu = &c->gpus.gpus[g];
+        for (size_t g = 0; g < c->d.gpus.n; g++) {
+                const struct gh_gpu *gpu = &c->d.gpus.gpus[g];
 
                 snprintf(buf, sizeof(buf), "%u", gpu->index);
                 if (((names & GH_CDI_NAME_INDEX) && add_device(c, devices, buf, buf, err) < 0) ||
@@ -394,8 +390,7 @@ static int add_devices(const struct cdi_ctx *c, json_t *devices, gh_error_t *err
 int gh_cdi_generate(const struct gh_cdi_opts *o, json_t **out, gh_error_t *err)
 {
         _cleanup_request_ struct gh_request req = GH_REQUEST_INIT;
-        struct cdi_ctx c = { .o = o, .droot = -1 };
-        struct gh_driver_opts dopts;
+        struct cdi_ctx c = { .o = o, .d = GH_DISCOVERY_INIT };
         struct gh_mps_group group;
         json_t *spec = NULL, *devices = NULL, *edits = NULL;
         char kind[512];
@@ -404,22 +399,16 @@ int gh_cdi_generate(const struct gh_cdi_opts *o, json_t **out, gh_error_t *err)
         *out = NULL;
         if (gh_cdi_check_kind(o->vendor, o->class_, err) < 0 || (o->mps_group && load_group(o, &group, err) < 0))
                 return -1;
-        c.droot = gh_rootfs_open(o->root, err);
-        if (c.droot < 0)
-                return gh_err_wrap(err, "driver root");
         req.caps = o->caps;
         req.uid = o->uid;
         req.gid = o->gid;
-        gh_plan_driver_opts(&req, o->ldcache, o->path, &dopts);
-        if (gh_driver_discover(c.droot, &dopts, &c.drv, err) < 0)
-                goto out;
         /* Every GPU and MIG device: the list "all" loads (NVML only when there are MIG instances); a
          * group's spec needs its GPU only. */
         if (gh_request_set_devices(&req, o->mps_group ? group.gpu_uuid : "all", err) < 0 ||
-            gh_plan_load_gpus(c.droot, &req, &c.gpus, err) < 0)
+            gh_discover(o->root, o->ldcache, o->path, &req, &c.d, err) < 0)
                 goto out;
         if (gh_request_set_devices(&req, "none", err) < 0 ||
-            gh_plan_build(c.droot, c.drv, &c.gpus, &req, &o->layout, &c.common, err) < 0)
+            gh_plan_build(c.d.droot, c.d.drv, &c.d.gpus, &req, &o->layout, &c.common, err) < 0)
                 goto out;
         spec = json_object();
         devices = json_array();
@@ -448,11 +437,7 @@ out:
         json_decref(edits);
         gh_plan_free(&c.common);
         gh_plan_free(&c.group);
-        gh_gpu_list_free(&c.gpus);
-        if (c.drv)
-                gh_driver_free(c.drv);
-        if (c.droot >= 0)
-                close(c.droot);
+        gh_discovery_free(&c.d);
         return r;
 }
 

@@ -17,6 +17,7 @@
 #include "capability.h"
 #include "cgroup.h"
 #include "cleanup.h"
+#include "discover.h"
 #include "doctor-internal.h"
 #include "driver.h"
 #include "env.h"

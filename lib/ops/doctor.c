@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "discover.h"
 #include "doctor-internal.h"
 #include "driver.h"
 #include "gpus.h"
@@ -501,7 +502,7 @@ void gh_doctor_host(const struct gh_doctor_opts *o, struct gh_doctor *d)
         char version[GH_VERSION_MAX];
 
         memset(d, 0, sizeof(*d));
-        rootfd = gh_rootfs_open(o->root, &err);
+        rootfd = gh_driver_root_open(o->root, &err);
         if (rootfd < 0 || gh_gpus_driver_version(rootfd, version, sizeof(version), &err) < 0) {
                 gh_doctor_add(d, "driver", GH_CHECK_FAIL,
                               "The NVIDIA kernel module is not loaded, so no container can use a GPU.",

@@ -23,7 +23,7 @@ int gh_mps_cdi_record(const char *dir, const char *name, const struct gh_mps_cdi
         if (gh_mps_name_check(name, err) < 0)
                 return -1;
         if (strchr(c->path, '\n') != NULL || strchr(c->kind, '\n') != NULL)
-                return gh_err(err, EINVAL, "the CDI spec path '%s' holds a newline", c->path);
+                return gh_err_usage(err, "the CDI spec path '%s' holds a newline", c->path);
         len = snprintf(buf, sizeof(buf), "path=%s\nkind=%s\ndev=%llu\nino=%llu\n", c->path, c->kind,
                        (unsigned long long) c->dev, (unsigned long long) c->ino);
         if (len < 0 || len >= (int) sizeof(buf))

@@ -501,7 +501,7 @@ int gh_mps_start(const struct gh_mps_start *o, struct gh_mps_group *out, gh_erro
         if (gh_mps_name_check(o->name, err) < 0)
                 return -1;
         if (o->threads < 0 || o->threads > 100)
-                return gh_err(err, 0, "invalid --threads=%d: give a percentage from 1 to 100", o->threads);
+                return gh_err_usage(err, "invalid --threads=%d: give a percentage from 1 to 100", o->threads);
         base = open_base(gh_mps_dir(o->dir), true, err);
         if (base < 0)
                 return -1;
