@@ -16,14 +16,13 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "file.h"
+#include "json.h"
 #include "log.h"
 #include "mps.h"
 #include "oci.h"
 #include "plan.h"
 #include "readfile.h"
-
-#define CDI_SPEC_MAX (64u << 20) /* a 64-GPU spec with MIG is well under a megabyte */
-static const char *const spec_dirs[] = { "/etc/cdi", "/var/run/cdi" };
+#include "strutil.h"
 
 static void generate_usage(FILE *out)
 {
@@ -74,61 +73,6 @@ static void cdi_usage(FILE *out)
                      "\n"
                      "  generate   write a CDI spec for this driver (see 'gpu-cli cdi generate --help')\n"
                      "  list       the device names CDI specs offer (see 'gpu-cli cdi list --help')\n");
-}
-
-int cli_cdi_read(const char *path, json_t **out, gh_error_t *err)
-{
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        _cleanup_free_ char *buf = NULL;
-        struct stat st;
-        size_t len;
-
-        *out = NULL;
-        if (fd < 0)
-                return gh_err(err, errno, "opening %s", path);
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-                return gh_err(err, errno ? errno : EINVAL, "%s is not a regular file", path);
-        if (gh_read_bounded(fd, CDI_SPEC_MAX, &buf, &len, path, err) < 0)
-                return -1;
-        *out = gh_json_parse(buf, len, path, err);
-        if (*out == NULL)
-                return -1;
-        if (!json_is_object(*out) || !json_is_string(json_object_get(*out, "kind")) ||
-            !json_is_array(json_object_get(*out, "devices"))) {
-                json_decref(*out);
-                *out = NULL;
-                return gh_err(err, EINVAL, "%s is not a CDI spec (no \"kind\" and \"devices\")", path);
-        }
-        return 0;
-}
-
-/* A runtime reading the directory sees the old spec or the new one, never half of one (the
- * temporary name starts with a dot and has no .json: no CDI reader picks it up); synced, since a
- * spec in /etc/cdi outlives a reboot; the directory made if missing. */
-static int write_spec_text(const char *path, const char *text, struct stat *st, gh_error_t *err)
-{
-        return gh_write_file_at(AT_FDCWD, path, text, strlen(text), 0644,
-                                GH_WRITE_ATOMIC | GH_WRITE_SYNC | GH_WRITE_MKDIR_0755, st, err);
-}
-
-static char *spec_text(json_t *spec)
-{
-        char *text = json_dumps(spec, JSON_INDENT(2)), *grown;
-
-        if (text == NULL || (grown = realloc(text, strlen(text) + 2)) == NULL) {
-                free(text);
-                return NULL;
-        }
-        return strcat(grown, "\n");
-}
-
-int cli_cdi_write(json_t *spec, const char *path, struct stat *st, gh_error_t *err)
-{
-        _cleanup_free_ char *text = spec_text(spec);
-
-        if (text == NULL)
-                return gh_err(err, ENOMEM, "writing %s", path);
-        return write_spec_text(path, text, st, err);
 }
 
 int cli_self_path(char *buf, size_t size)
@@ -244,7 +188,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                 }
         }
         if (optind != argc) {
-                fprintf(stderr, "gpu-cli: cdi generate takes no argument ('%s'); see 'gpu-cli cdi generate --help'\n",
+                fprintf(stderr, "gpu-cli: cdi generate: unexpected argument '%s'; see 'gpu-cli cdi generate --help'\n",
                         argv[optind]);
                 return GH_EXIT_USAGE;
         }
@@ -265,10 +209,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                 }
                 o.hook_path = self;
         }
-        if (output == NULL && o.mps_group != NULL) {
-                if (asprintf(&output, CLI_CDI_MPS_SPEC_FMT, o.vendor, o.class_, o.mps_group) < 0)
-                        return GH_EXIT_FAILURE;
-        } else if (output == NULL && asprintf(&output, "/etc/cdi/%s-%s.json", o.vendor, o.class_) < 0)
+        if (output == NULL && (output = gh_cdi_default_path(o.vendor, o.class_, o.mps_group)) == NULL)
                 return GH_EXIT_FAILURE;
 
         if (gh_cdi_generate(&o, &spec, &err) < 0) {
@@ -276,7 +217,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                 return gh_error_exit_status(err);
         }
         if (check != NULL) {
-                if (cli_cdi_read(check, &old, &err) < 0) {
+                if (gh_cdi_read(check, &old, &err) < 0) {
                         fprintf(stderr, "gpu-cli: cdi generate --check: %s\n", err->msg);
                         return GH_EXIT_FAILURE;
                 }
@@ -289,7 +230,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                 printf("%s is current\n", check);
                 return GH_EXIT_OK;
         }
-        text = spec_text(spec);
+        text = gh_cdi_text(spec);
         if (text == NULL) {
                 fprintf(stderr, "gpu-cli: cdi generate: out of memory\n");
                 return GH_EXIT_FAILURE;
@@ -301,42 +242,13 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                 }
                 return GH_EXIT_OK;
         }
-        if (write_spec_text(output, text, NULL, &err) < 0) {
+        if (gh_cdi_write(spec, output, NULL, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi generate: %s\n", err->msg);
                 return GH_EXIT_FAILURE;
         }
         gh_debug("CDI spec %s: %zu devices, cdiVersion %s", output, json_array_size(json_object_get(spec, "devices")),
                  json_string_value(json_object_get(spec, "cdiVersion")));
         return GH_EXIT_OK;
-}
-
-static int list_file(const char *path, bool json, json_t *out, gh_error_t *err)
-{
-        _cleanup_json_ json_t *spec = NULL;
-        json_t *d;
-        size_t i;
-
-        if (cli_cdi_read(path, &spec, err) < 0)
-                return -1;
-        json_array_foreach (json_object_get(spec, "devices"), i, d) {
-                const char *name = json_string_value(json_object_get(d, "name"));
-                _cleanup_free_ char *q = NULL;
-                if (name == NULL)
-                        continue;
-                if (asprintf(&q, "%s=%s", json_string_value(json_object_get(spec, "kind")), name) < 0)
-                        return gh_err(err, ENOMEM, "listing %s", path);
-                if (!json)
-                        printf("%s\n", q);
-                else if (json_array_append_new(out, json_pack("{s:s, s:s}", "name", q, "spec", path)) < 0)
-                        return gh_err(err, ENOMEM, "listing %s", path);
-        }
-        return 0;
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-        size_t a = strlen(s), b = strlen(suffix);
-        return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
 static int cdi_list(int argc, char **argv)
@@ -347,56 +259,26 @@ static int cdi_list(int argc, char **argv)
                 { NULL, 0, NULL, 0 },
         };
         _cleanup_error_ gh_error_t err = NULL;
-        json_t *devices = json_array();
+        json_t *devices = NULL, *d;
         bool json = false;
-        int c, r = GH_EXIT_OK;
+        size_t i;
+        int c;
 
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'j': json = true; break;
-                case 'h':
-                        list_usage(stdout);
-                        json_decref(devices);
-                        return GH_EXIT_OK;
-                default:
-                        list_usage(stderr);
-                        json_decref(devices);
-                        return GH_EXIT_USAGE;
+                case 'h': list_usage(stdout); return GH_EXIT_OK;
+                default: list_usage(stderr); return GH_EXIT_USAGE;
                 }
         }
-        if (devices == NULL)
-                return GH_EXIT_FAILURE;
-        if (optind < argc) {
-                for (int i = optind; i < argc && r == GH_EXIT_OK; i++)
-                        if (list_file(argv[i], json, devices, &err) < 0)
-                                r = GH_EXIT_FAILURE;
-        } else {
-                for (size_t k = 0; k < sizeof(spec_dirs) / sizeof(spec_dirs[0]) && r == GH_EXIT_OK; k++) {
-                        struct dirent **ents = NULL;
-                        int n = scandir(spec_dirs[k], &ents, NULL, alphasort);
-                        for (int i = 0; i < n; i++) {
-                                char path[PATH_MAX];
-                                const char *name = ents[i]->d_name;
-                                snprintf(path, sizeof(path), "%s/%s", spec_dirs[k], name);
-                                if (r == GH_EXIT_OK && name[0] != '.' && ends_with(name, ".json") &&
-                                    list_file(path, json, devices, &err) < 0)
-                                        r = GH_EXIT_FAILURE;
-                                else if (name[0] != '.' && ends_with(name, ".yaml"))
-                                        fprintf(stderr,
-                                                "gpu-cli: cdi list: %s skipped (YAML; gpu-cli reads JSON specs)\n",
-                                                path);
-                                free(ents[i]);
-                        }
-                        free(ents);
-                }
-        }
-        if (r != GH_EXIT_OK) {
-                fprintf(stderr, "gpu-cli: cdi list: %s\n", err ? err->msg : "failed");
-                json_decref(devices);
-                return r;
+        if (gh_cdi_list(optind < argc ? (const char *const *) argv + optind : NULL, &devices, &err) < 0) {
+                fprintf(stderr, "gpu-cli: cdi list: %s\n", err->msg);
+                return gh_error_exit_status(err);
         }
         if (json)
-                return cli_print_json(json_pack("{s:o}", "devices", devices)) < 0 ? GH_EXIT_FAILURE : GH_EXIT_OK;
+                return gh_json_print(json_pack("{s:o}", "devices", devices)) < 0 ? GH_EXIT_FAILURE : GH_EXIT_OK;
+        json_array_foreach (devices, i, d)
+                printf("%s\n", json_string_value(json_object_get(d, "name")));
         json_decref(devices);
         return GH_EXIT_OK;
 }

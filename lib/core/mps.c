@@ -138,8 +138,8 @@ static void state_line(const char *key, const char *v, void *data)
                 g->threads = (int) strtol(v, NULL, 10);
         else if (strcmp(key, "memory_mib") == 0)
                 g->memory_mib = strtoull(v, NULL, 10);
-        else if (strcmp(key, "pid") == 0)
-                g->pid = (pid_t) strtol(v, NULL, 10);
+        else if (strcmp(key, "pid") == 0 && gh_parse_pid(v, &g->pid) < 0)
+                g->pid = 0; /* not a process id: the group reads as not running */
         else if (strcmp(key, "starttime") == 0)
                 g->starttime = strtoull(v, NULL, 10);
 }

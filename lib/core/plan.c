@@ -20,6 +20,7 @@
 #include "require.h"
 #include "rootfs.h"
 #include "select.h"
+#include "strutil.h"
 
 static int grow(void **arr, size_t *cap, size_t n, size_t elem)
 {
@@ -199,12 +200,6 @@ int gh_layout_named(const char *name, struct gh_layout *out, gh_error_t *err)
 
 /* ---- building ---- */
 
-static const char *base_name(const char *p)
-{
-        const char *s = strrchr(p, '/');
-        return s ? s + 1 : p;
-}
-
 /* gh_plan_add, then tags the new item (an already planned destination adds nothing). */
 static int add_file(struct gh_plan *plan, enum gh_item_kind kind, enum gh_item_role role,
                     const struct gh_driver_file *f, const char *dst, unsigned flags, gh_error_t *err)
@@ -288,7 +283,7 @@ static int plan_extra_links(struct gh_plan *plan, const char *dir, const char *s
         if (strcmp(soname, "libcuda.so.1") == 0 || strcmp(soname, "libnvidia-opticalflow.so.1") == 0) {
                 snprintf(dst, sizeof(dst), "%s/%.*s", dir, (int) (strlen(soname) - 2), soname);
                 if (gh_plan_add_symlink(plan, dst, soname, true, err) < 0 ||
-                    gh_plan_add_library(plan, base_name(dst), dst, compat32, err) < 0)
+                    gh_plan_add_library(plan, gh_base_name(dst), dst, compat32, err) < 0)
                         return -1;
         }
         if (strncmp(soname, "libGLX_nvidia.so.", 17) == 0) {
@@ -304,7 +299,7 @@ static int plan_libraries(struct gh_plan *plan, const struct gh_driver *drv, gh_
         for (size_t i = 0; i < drv->libs.n; i++) {
                 const struct gh_driver_file *f = &drv->libs.v[i];
                 const char *dir = f->compat32 ? plan->layout.libdir32 : plan->layout.libdir;
-                const char *file = base_name(f->path);
+                const char *file = gh_base_name(f->path);
                 char dst[PATH_MAX], link[PATH_MAX];
 
                 snprintf(dst, sizeof(dst), "%s/%s", dir, file);
@@ -331,7 +326,7 @@ static int plan_files(struct gh_plan *plan, const struct gh_driver *drv, gh_erro
         char dst[PATH_MAX];
 
         for (size_t i = 0; i < drv->bins.n; i++) {
-                snprintf(dst, sizeof(dst), "/usr/bin/%s", base_name(drv->bins.v[i].path));
+                snprintf(dst, sizeof(dst), "/usr/bin/%s", gh_base_name(drv->bins.v[i].path));
                 if (add_file(plan, GH_ITEM_FILE, GH_ROLE_BINARY, &drv->bins.v[i], dst, GH_MNT_FILE, err) < 0)
                         return -1;
         }

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +15,11 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "cdi.h"
 #include "discover.h"
 #include "doctor-internal.h"
+#include "doctor-mps.h"
+#include "doctor-report.h"
 #include "driver.h"
 #include "gpus.h"
 #include "ldcache.h"
@@ -29,55 +31,6 @@
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
 #endif
-
-const char *gh_check_status_name(enum gh_check_status s)
-{
-        return s == GH_CHECK_OK ? "ok" : s == GH_CHECK_WARN ? "warn" : "fail";
-}
-
-void gh_doctor_add(struct gh_doctor *d, const char *name, enum gh_check_status st, const char *cause, const char *fix,
-                   const char *fmt, ...)
-{
-        struct gh_check *grown = realloc(d->checks, (d->n + 1) * sizeof(*grown));
-        va_list ap;
-        char *ev = NULL;
-
-        if (grown == NULL)
-                return;
-        d->checks = grown;
-        va_start(ap, fmt);
-        if (vasprintf(&ev, fmt, ap) < 0)
-                ev = NULL;
-        va_end(ap);
-        d->checks[d->n++] = (struct gh_check) {
-                .name = strdup(name),
-                .status = st,
-                .evidence = ev,
-                .cause = st == GH_CHECK_OK || cause == NULL ? NULL : strdup(cause),
-                .fix = st == GH_CHECK_OK || fix == NULL ? NULL : strdup(fix),
-        };
-}
-
-enum gh_check_status gh_doctor_worst(const struct gh_doctor *d)
-{
-        enum gh_check_status w = GH_CHECK_OK;
-        for (size_t i = 0; i < d->n; i++)
-                if (d->checks[i].status > w)
-                        w = d->checks[i].status;
-        return w;
-}
-
-void gh_doctor_free(struct gh_doctor *d)
-{
-        for (size_t i = 0; i < d->n; i++) {
-                free(d->checks[i].name);
-                free(d->checks[i].evidence);
-                free(d->checks[i].cause);
-                free(d->checks[i].fix);
-        }
-        free(d->checks);
-        memset(d, 0, sizeof(*d));
-}
 
 /* The real file name behind the first 64-bit entry for soname in the root's ld cache. */
 int gh_doctor_cache_lookup(int rootfd, const char *cache_path, const char *soname, char *path, size_t psize, char *file,
@@ -219,9 +172,7 @@ static void check_persistenced(int rootfd, struct gh_doctor *d)
 /* podman and CRI-O: a hooks.d file that runs gpu-hook (or NVIDIA's hook). */
 static void check_hooks_dirs(const struct gh_doctor_opts *o, struct gh_doctor *d)
 {
-        static const char *const defaults[] = { "/usr/share/containers/oci/hooks.d", "/etc/containers/oci/hooks.d",
-                                                NULL };
-        const char *const *dirs = o->hooks_dirs ? o->hooks_dirs : defaults;
+        const char *const *dirs = o->hooks_dirs ? o->hooks_dirs : gh_oci_hooks_dirs;
         char searched[512] = "";
 
         for (size_t i = 0; dirs[i] != NULL; i++) {
@@ -269,8 +220,8 @@ static void check_hooks_dirs(const struct gh_doctor_opts *o, struct gh_doctor *d
         }
         gh_doctor_add(d, "hooks.d", GH_CHECK_WARN,
                       "No hooks.d file runs gpu-hook, so podman and CRI-O start GPU containers without GPUs.",
-                      "install -m 644 contrib/hooks.d/oci-gpu-hook.json /usr/share/containers/oci/hooks.d/",
-                      "searched %s", searched);
+                      "install -m 644 contrib/hooks.d/oci-gpu-hook.json " GH_OCI_HOOKS_DIR_VENDOR "/", "searched %s",
+                      searched);
 }
 
 static bool on_path(const char *name, char *found, size_t size)
@@ -383,8 +334,7 @@ static void check_docker(const struct gh_doctor_opts *o, struct gh_doctor *d)
 /* A CDI spec for NVIDIA GPUs names the driver's files with their version: another version is stale. */
 static void check_cdi(const struct gh_doctor_opts *o, const char *version, struct gh_doctor *d)
 {
-        static const char *const defaults[] = { "/etc/cdi", "/var/run/cdi", NULL };
-        const char *const *dirs = o->cdi_dirs ? o->cdi_dirs : defaults;
+        const char *const *dirs = o->cdi_dirs ? o->cdi_dirs : gh_cdi_spec_dirs;
         size_t specs = 0;
 
         for (size_t i = 0; dirs[i] != NULL; i++) {
