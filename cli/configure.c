@@ -46,6 +46,8 @@ static void configure_usage(FILE *out)
                 "      --imex-channel=N       give IMEX channel N (repeatable, or a comma list; at most %d)\n"
                 "      --no-persistenced --no-fabricmanager --no-gsp-firmware\n"
                 "      --mps-pipe-dir=DIR     the MPS pipe directory (default /tmp/nvidia-mps)\n"
+                "      --mps-group=NAME       join a running MPS group: its pipe directory and /dev/shm (docs/mps.md)\n"
+                "      --mps-dir=DIR          where MPS groups live (default /run/gpu-hook/mps)\n"
                 "\n"
                 "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found, 4 requirement not met.\n",
                 GH_REQUEST_MAX_IMEX_CHANNELS);

@@ -55,6 +55,8 @@ static void usage(FILE *out)
                 "      --no-fabricmanager leave out the nvidia-fabricmanager socket\n"
                 "      --no-gsp-firmware  leave out the GSP firmware\n"
                 "      --mps-pipe-dir=DIR the MPS pipe directory (default /tmp/nvidia-mps)\n"
+                "      --mps-group=NAME   as a member of this running MPS group (docs/mps.md)\n"
+                "      --mps-dir=DIR      where MPS groups live (default /run/gpu-hook/mps)\n"
                 "      --rootfs=DIR       place libraries as in this container root (default: --layout)\n"
                 "      --layout=NAME      debian (/usr/lib/x86_64-linux-gnu, the default) or lib64\n"
                 "      --json             the plan as one JSON object (docs/plan.md); with selectors, only\n"

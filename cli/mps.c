@@ -47,7 +47,7 @@ static void usage(FILE *out)
                 "  --cdi-spec=FILE    where start writes the group's CDI spec, with the one device\n"
                 "                     nvidia.com/gpu=mps-NAME (default /var/run/cdi/nvidia.com-gpu-mps-NAME.json);\n"
                 "                     none: no spec.  stop removes the spec start wrote.\n"
-                "  --mps-dir=DIR      where groups live (default " GH_MPS_DEFAULT_DIR "; --dir is the same)\n"
+                "  --mps-dir=DIR, --dir=DIR  where groups live (default " GH_MPS_DEFAULT_DIR ")\n"
                 "  --json             list as JSON: [{\"name\", \"gpu_uuid\", \"gpu_index\", \"compute_mode\"\n"
                 "                     (\"Default\", \"Exclusive_Process\", ... or null: unknown), \"threads\",\n"
                 "                     \"memory_mib\", \"pid\", \"alive\", \"clients\": [pid], \"dir\",\n"

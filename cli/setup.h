@@ -1,5 +1,5 @@
-/* `gpu-cli setup`: wiring gpu-hook and gpu-runtime into an engine's configuration (setup.c), and the
- * file operations it needs (setup-files.c). */
+/* `gpu-cli setup`: wiring gpu-hook and gpu-runtime into an engine's configuration (setup.c), the file
+ * operations it needs (setup-files.c) and containerd's config.toml editor (setup-containerd.c). */
 #ifndef GH_CLI_SETUP_H
 #define GH_CLI_SETUP_H
 
@@ -20,6 +20,10 @@ int setup_backup(const char *path, const char *text, gh_error_t *err);
 int setup_remove(const char *path, gh_error_t *err);
 /* A JSON object from text (duplicate keys refused); the error names path, line and column. */
 json_t *setup_json_parse(const char *text, const char *path, gh_error_t *err);
+/* containerd's config.toml (old; NULL: no file) with gpu-hook's CRI settings added, or with undo
+ * taken out again, in *out (NULL: remove the file) (setup-containerd.c). */
+int setup_containerd_edit(const char *path, const char *old, const char *runtime_path, bool undo, char **out,
+                          gh_error_t *err);
 /* old -> new as a line diff; NULL stands for "no file". */
 void setup_print_diff(FILE *out, const char *path, const char *old, const char *new);
 

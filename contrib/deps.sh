@@ -17,7 +17,7 @@ GH_DEPS_QUICKSTART=(
 GH_DEPS_TEST=(
         clang libseccomp-dev
         gcc-multilib libc6-dev-i386
-        crun podman bpftool
+        crun podman bpftool debootstrap
         file util-linux time patchelf valgrind
         prometheus tmux
         libvulkan-dev libegl-dev libgles-dev
