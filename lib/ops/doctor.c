@@ -26,6 +26,7 @@
 #include "oci.h"
 #include "readfile.h"
 #include "rootfs.h"
+#include "strutil.h"
 
 #define NVIDIA_MAJOR 195
 #ifndef CGROUP2_SUPER_MAGIC
@@ -57,7 +58,7 @@ int gh_doctor_cache_lookup(int rootfd, const char *cache_path, const char *sonam
         _cleanup_free_ char *real = lib >= 0 ? gh_fd_path(lib) : NULL;
         if (lib < 0)
                 return gh_err_wrap(err, "%s (from %s)", soname, cache_path);
-        snprintf(file, fsize, "%s", real && strrchr(real, '/') ? strrchr(real, '/') + 1 : path);
+        snprintf(file, fsize, "%s", real && strchr(real, '/') ? gh_base_name(real) : path);
         return r;
 }
 
@@ -201,7 +202,7 @@ static void check_hooks_dirs(const struct gh_doctor_opts *o, struct gh_doctor *d
                                 continue;
                         }
                         const char *hp = json_string_value(json_object_get(json_object_get(j, "hook"), "path"));
-                        const char *base = hp && strrchr(hp, '/') ? strrchr(hp, '/') + 1 : hp;
+                        const char *base = hp ? gh_base_name(hp) : NULL;
                         if (base == NULL ||
                             (strcmp(base, "gpu-hook") != 0 && strcmp(base, "nvidia-container-toolkit") != 0 &&
                              strcmp(base, "nvidia-container-runtime-hook") != 0))
@@ -267,9 +268,8 @@ static bool docker_runtimes(const char *conf, struct gh_doctor *d, char *ev, siz
         if (json_is_object(runtimes)) {
                 json_object_foreach (runtimes, name, rt) {
                         const char *path = json_string_value(json_object_get(rt, "path"));
-                        const char *base = path ? strrchr(path, '/') : NULL;
+                        const char *base = path ? gh_base_name(path) : NULL;
                         bool is_default = deflt && strcmp(deflt, name) == 0;
-                        base = base ? base + 1 : path;
                         if (base == NULL ||
                             (strcmp(base, "gpu-runtime") != 0 && strcmp(base, "nvidia-container-runtime") != 0))
                                 continue;
@@ -420,7 +420,7 @@ static void check_cgroups(int rootfd, const struct gh_gpu_list *fast, const stru
                 n = readlinkat(rootfd, link, got, sizeof(got) - 1);
                 if (n > 0) {
                         got[n] = '\0';
-                        const char *b = strrchr(got, '/') ? strrchr(got, '/') + 1 : got;
+                        const char *b = gh_base_name(got);
                         if (strcmp(b, want) == 0)
                                 continue;
                 }

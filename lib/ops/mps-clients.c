@@ -11,6 +11,7 @@
 #include "mps-clients.h"
 #include "mps-daemon.h"
 #include "proc.h"
+#include "strutil.h"
 
 int gh_mps_clients(const char *dir, const char *name, const char *control, pid_t **pids, size_t *n, gh_error_t *err)
 {
@@ -63,8 +64,8 @@ int gh_mps_find_control(int rootfd, const char *root, const char *ldcache, char 
         if (gh_driver_discover(rootfd, &o, &drv, err) < 0)
                 return -1;
         for (size_t i = 0; i < drv->bins.n; i++) {
-                const char *p = drv->bins.v[i].path, *base = strrchr(p, '/');
-                if (strcmp(base ? base + 1 : p, GH_MPS_CONTROL) == 0) {
+                const char *p = drv->bins.v[i].path;
+                if (strcmp(gh_base_name(p), GH_MPS_CONTROL) == 0) {
                         r = asprintf(path, "%s%s", strcmp(root, "/") == 0 ? "" : root, p) < 0 ? -1 : 0;
                         break;
                 }
