@@ -15,6 +15,7 @@ struct cli_globals {
         uid_t uid;              /* --user=UID[:GID], parsed once by main.c: the driver service's */
         gid_t gid;              /* identity; (uid_t) -1 when not given (the overflow uid) */
         const char *state_file; /* --state-file (driver-state cache); NULL with --no-cache or another --root */
+        long long started_us;   /* CLOCK_MONOTONIC when main() began: what exec and loading took is seen from outside */
 };
 
 /* Each subcommand gets argv with argv[0] = its name, and returns the process exit status.

@@ -2,6 +2,7 @@
  * This file parses the global options and dispatches; each subcommand lives in its own file. */
 #include <getopt.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,8 +81,11 @@ int main(int argc, char **argv)
         const char *user = NULL, *debug = NULL;
         bool no_cache = false, json_log = false;
         int (*fn)(int, char **, const struct cli_globals *);
+        struct timespec now;
         int c;
 
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        g.started_us = (long long) now.tv_sec * 1000000 + now.tv_nsec / 1000;
         gh_log_set_program("gpu-cli");
         /* '+' stops at the first non-option: the subcommand and its own options follow. */
         while ((c = getopt_long(argc, argv, "+r:C:u:d:knhV", opts, NULL)) != -1) {

@@ -10,7 +10,7 @@
 
 GH_DEPS_QUICKSTART=(
         meson ninja-build pkg-config gcc
-        libelf-dev libtirpc-dev libcap-dev libjansson-dev libmicrohttpd-dev rpcsvc-proto
+        libelf-dev libtirpc-dev libcap-dev libjansson-dev libmicrohttpd-dev libyaml-dev rpcsvc-proto
         runc busybox-static python3
 )
 # gcc-aarch64-linux-gnu is deliberately absent: it conflicts with gcc-multilib.

@@ -58,6 +58,7 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         t->used_nvml = d.gpus.from_nvml;
         t->gpus_origin = d.gpus.origin;
         t1 = now_us();
+        t->gpus_us = d.gpus_us;
         t->discover_us = t1 - t0;
 
         /* Plan: decide every target and open every source while still on the host.  Looking at
@@ -75,8 +76,10 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
                         goto out;
         }
         /* open_tree(OPEN_TREE_CLONE) needs CAP_SYS_ADMIN: the mount phase's capabilities. */
+        long td = now_us();
         if (gh_caps_enter(GH_PHASE_MOUNT, err) < 0 || gh_plan_open_sources(&plan, d.droot, o->root, err) < 0)
                 goto out;
+        t->open_us = now_us() - td;
         /* A host mount can reach an already pivoted container only as a detached clone. */
         if (ns.pivoted) {
                 for (size_t i = 0; i < plan.n; i++) {
@@ -98,6 +101,7 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         gh_mount_set_procfd(ns.proc_fd);
         if (gh_caps_enter(GH_PHASE_MOUNT, err) < 0)
                 goto out;
+        t->enter_us = now_us() - t1;
         if (gh_plan_apply(&plan, rootfd, err) < 0) {
                 gh_err_wrap(
                         err,

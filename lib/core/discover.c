@@ -163,7 +163,8 @@ int gh_discover(const char *driver_root, const char *ldcache, const char *path, 
         t0 = now_us();
         if (gh_plan_load_gpus(out->droot, req, &out->gpus, err) < 0)
                 goto fail;
-        gh_debug("discover: GPUs %ld us (%zu, %s)", now_us() - t0, out->gpus.n, gh_gpus_origin_name(out->gpus.origin));
+        out->gpus_us = now_us() - t0;
+        gh_debug("discover: GPUs %ld us (%zu, %s)", out->gpus_us, out->gpus.n, gh_gpus_origin_name(out->gpus.origin));
         return 0;
 fail:
         gh_discovery_free(out);

@@ -26,6 +26,7 @@ struct gh_discovery {
         int droot;               /* the driver root (gh_driver_root_open) */
         struct gh_driver *drv;   /* the driver's files (driver.h) */
         struct gh_gpu_list gpus; /* what the request needs to know about the GPUs */
+        long gpus_us;            /* how long loading them took (for configure's timings) */
 };
 #define GH_DISCOVERY_INIT                                                                                              \
         {                                                                                                              \

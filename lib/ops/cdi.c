@@ -1,6 +1,6 @@
 /* CDI specs generated from the plan (cdi.h): the common edits, one device per GPU, MIG device and
  * "all", or one device for an MPS group.  The spec as a file (names, versions, comparison, reading
- * and writing) is cdi-spec.c. */
+ * and writing) is cdi-write.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

@@ -59,7 +59,8 @@ int gh_cdi_check_kind(const char *vendor, const char *class_, gh_error_t *err);
  * there is none. */
 int gh_cdi_generate(const struct gh_cdi_opts *o, json_t **spec, gh_error_t *err);
 
-/* ---- the spec as a document and a file (cdi-spec.c) ---- */
+/* ---- the spec we write, as a document and a file (cdi-write.c; reading every spec on the host,
+ * whoever wrote it, is cdi-specs.h) ---- */
 
 /* The lowest cdiVersion that has every feature the spec uses. */
 const char *gh_cdi_min_version(json_t *spec);
@@ -81,17 +82,9 @@ char *gh_cdi_default_path(const char *vendor, const char *class_, const char *mp
 /* The spec as the text written (indented JSON and a newline); NULL when out of memory. */
 char *gh_cdi_text(json_t *spec);
 
-/* Reads a spec file: a regular JSON file with "kind" and "devices" (bounded in size). */
-int gh_cdi_read(const char *path, json_t **spec, gh_error_t *err);
-
 /* Writes spec to path through the one writer: atomic, synced, mode 0644, its directory made if
  * missing.  *st (may be NULL): the file written. */
 struct stat;
 int gh_cdi_write(json_t *spec, const char *path, struct stat *st, gh_error_t *err);
-
-/* The devices the specs offer, as [{"name": "VENDOR/CLASS=NAME", "spec": PATH}]: of files (a
- * NULL-terminated list), or with files NULL of every *.json spec in gh_cdi_spec_dirs (a YAML spec
- * is skipped with a warning).  Stops at the first spec that cannot be read. */
-int gh_cdi_list(const char *const *files, json_t **devices, gh_error_t *err);
 
 #endif

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cdi-specs.h"
 #include "cleanup.h"
 #include "oci.h"
 #include "log.h"
@@ -49,7 +50,8 @@ int gh_mps_cdi_write(const struct gh_cdi_opts *o, const char *want, char **writt
                 return gh_err(err, ENOMEM, "writing the CDI spec");
         if (lstat(path, &st) == 0) {
                 json_t *devs, *name;
-                if (gh_cdi_read(path, &old, err) < 0 || json_array_size(devs = json_object_get(old, "devices")) != 1 ||
+                if (gh_cdi_spec_read(path, &old, err) < 0 ||
+                    json_array_size(devs = json_object_get(old, "devices")) != 1 ||
                     !json_is_string(name = json_object_get(json_array_get(devs, 0), "name")) ||
                     strcmp(json_string_value(name), device) != 0) {
                         gh_error_free(err);

@@ -76,7 +76,7 @@ t_match "$out" '^after$' "and goes on"
 # test tools; `test` is everything.
 quick=$(bash -c '. "$1/contrib/deps.sh"; printf "%s\n" "${GH_DEPS_QUICKSTART[@]}"' _ "$GH_SOURCE_DIR")
 t_is "$(comm -23 <(sort <<<"$quick") <(sort <<<"$all"))" "" "every quickstart package is in the full set"
-for p in meson gcc libelf-dev libtirpc-dev libcap-dev libjansson-dev libmicrohttpd-dev rpcsvc-proto runc busybox-static; do
+for p in meson gcc libelf-dev libtirpc-dev libcap-dev libjansson-dev libmicrohttpd-dev libyaml-dev rpcsvc-proto runc busybox-static; do
         t_match "$quick" "^$p\$" "quickstart needs $p"
 done
 for p in docker.io containerd podman crun prometheus debhelper valgrind clang tmux; do

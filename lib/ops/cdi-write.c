@@ -1,6 +1,6 @@
-/* CDI specs as documents and files (cdi.h): CDI's name rules, the lowest cdiVersion a spec needs,
- * comparing a spec with the one that would be written now, reading and writing spec files, the
- * default spec directories and paths, and the device names the specs there offer. */
+/* The CDI spec we write (cdi.h): CDI's name rules, the lowest cdiVersion a spec needs, comparing a
+ * spec with the one that would be written now, the default spec directories and paths, and
+ * writing the file.  Reading every spec on the host, whoever wrote it, is cdi-specs.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,8 +22,6 @@
 #include "oci.h"
 #include "readfile.h"
 #include "strutil.h"
-
-#define CDI_SPEC_MAX (64u << 20) /* a 64-GPU spec with MIG is well under a megabyte */
 
 const char *const gh_cdi_spec_dirs[] = { GH_CDI_DIR_STATIC, GH_CDI_DIR_DYNAMIC, NULL };
 
@@ -243,34 +241,6 @@ char *gh_cdi_default_path(const char *vendor, const char *class_, const char *mp
 
 char *gh_cdi_text(json_t *spec) { return gh_json_text(spec, 2); }
 
-int gh_cdi_read(const char *path, json_t **out, gh_error_t *err)
-{
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        _cleanup_free_ char *buf = NULL;
-        struct stat st;
-        size_t len;
-
-        *out = NULL;
-        if (fd < 0)
-                return gh_err(err, errno, "opening %s", path);
-        if (fstat(fd, &st) < 0)
-                return gh_err(err, errno, "reading %s", path);
-        if (!S_ISREG(st.st_mode))
-                return gh_err(err, 0, "%s is not a regular file", path);
-        if (gh_read_bounded(fd, CDI_SPEC_MAX, &buf, &len, path, err) < 0)
-                return -1;
-        *out = gh_json_parse(buf, len, path, err);
-        if (*out == NULL)
-                return -1;
-        if (!json_is_object(*out) || !json_is_string(json_object_get(*out, "kind")) ||
-            !json_is_array(json_object_get(*out, "devices"))) {
-                json_decref(*out);
-                *out = NULL;
-                return gh_err(err, 0, "%s is not a CDI spec (no \"kind\" and \"devices\")", path);
-        }
-        return 0;
-}
-
 int gh_cdi_write(json_t *spec, const char *path, struct stat *st, gh_error_t *err)
 {
         _cleanup_free_ char *text = gh_cdi_text(spec);
@@ -282,57 +252,4 @@ int gh_cdi_write(json_t *spec, const char *path, struct stat *st, gh_error_t *er
          * since a spec in /etc/cdi outlives a reboot; the directory made if missing. */
         return gh_write_file_at(AT_FDCWD, path, text, strlen(text), 0644,
                                 GH_WRITE_ATOMIC | GH_WRITE_SYNC | GH_WRITE_MKDIR_0755, st, err);
-}
-
-/* Appends {"name": KIND=NAME, "spec": path} for each device of the spec at path. */
-static int list_file(const char *path, json_t *out, gh_error_t *err)
-{
-        _cleanup_json_ json_t *spec = NULL;
-        json_t *d;
-        size_t i;
-
-        if (gh_cdi_read(path, &spec, err) < 0)
-                return -1;
-        json_array_foreach (json_object_get(spec, "devices"), i, d) {
-                const char *name = json_string_value(json_object_get(d, "name"));
-                if (name == NULL)
-                        continue;
-                if (json_array_append_new(out, json_pack("{s:s++, s:s}", "name",
-                                                         json_string_value(json_object_get(spec, "kind")), "=", name,
-                                                         "spec", path)) < 0)
-                        return gh_err(err, ENOMEM, "listing %s", path);
-        }
-        return 0;
-}
-
-int gh_cdi_list(const char *const *files, json_t **devices, gh_error_t *err)
-{
-        _cleanup_json_ json_t *out = json_array();
-
-        *devices = NULL;
-        if (out == NULL)
-                return gh_err(err, ENOMEM, "listing CDI devices");
-        for (size_t i = 0; files != NULL && files[i] != NULL; i++)
-                if (list_file(files[i], out, err) < 0)
-                        return -1;
-        for (size_t k = 0; files == NULL && gh_cdi_spec_dirs[k] != NULL; k++) {
-                struct dirent **ents = NULL;
-                int n = scandir(gh_cdi_spec_dirs[k], &ents, NULL, alphasort);
-                int r = 0;
-                for (int i = 0; i < n; i++) {
-                        char path[PATH_MAX];
-                        const char *name = ents[i]->d_name;
-                        snprintf(path, sizeof(path), "%s/%s", gh_cdi_spec_dirs[k], name);
-                        if (r == 0 && name[0] != '.' && gh_ends_with(name, ".json"))
-                                r = list_file(path, out, err);
-                        else if (r == 0 && name[0] != '.' && gh_ends_with(name, ".yaml"))
-                                gh_warn("%s skipped (YAML; gpu-cli reads JSON specs)", path);
-                        free(ents[i]);
-                }
-                free(ents);
-                if (r < 0)
-                        return -1;
-        }
-        *devices = steal_pointer(&out);
-        return 0;
 }
