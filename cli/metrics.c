@@ -243,7 +243,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
                 return reply(s, conn, MHD_HTTP_NOT_FOUND, "text/plain", msg, strlen(msg));
         }
         _cleanup_gpu_list_ struct gh_gpu_list list = { 0 };
-        if (cli_usage_load(s->g, s->uo, "metrics", &list) != CLI_EXIT_OK) {
+        if (cli_usage_load(s->g, s->uo, "metrics", &list) != GH_EXIT_OK) {
                 char msg[] = "reading the GPUs failed; gpu-cli's standard error says why\n";
                 return reply(s, conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", msg, strlen(msg));
         }
@@ -309,14 +309,14 @@ static int serve(const struct cli_globals *g, const struct cli_usage_opts *uo, c
                 fprintf(stderr,
                         "gpu-cli: metrics: --listen '%s' is not ADDRESS:PORT (e.g. 127.0.0.1:9400, [::1]:9400)\n",
                         spec);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         lib = dlopen(MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
         if (lib == NULL) {
                 fprintf(stderr,
                         "gpu-cli: metrics: --listen needs %s: %s; install libmicrohttpd (Debian: libmicrohttpd12)\n",
                         MHD_SONAME, dlerror());
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         *(void **) &s.mhd.start_daemon = dlsym(lib, "MHD_start_daemon");
         *(void **) &s.mhd.stop_daemon = dlsym(lib, "MHD_stop_daemon");
@@ -329,7 +329,7 @@ static int serve(const struct cli_globals *g, const struct cli_usage_opts *uo, c
                 fprintf(stderr,
                         "gpu-cli: metrics: %s lacks a function gpu-cli needs; install libmicrohttpd 0.9.71 or newer\n",
                         MHD_SONAME);
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         /* Block the signals before the server's thread starts, so that it inherits the mask and only
          * sigwait below takes them. */
@@ -346,13 +346,13 @@ static int serve(const struct cli_globals *g, const struct cli_usage_opts *uo, c
                         "gpu-cli: metrics: cannot listen on %s (in use, or not an address of this host); "
                         "choose another --listen\n",
                         spec);
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         fprintf(stderr, "gpu-cli: metrics: serving http://%s/metrics\n", spec);
         while (sigwait(&set, &sig) != 0)
                 ;
         s.mhd.stop_daemon(d);
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }
 
 int cmd_metrics(int argc, char **argv, const struct cli_globals *g)
@@ -376,23 +376,23 @@ int cmd_metrics(int argc, char **argv, const struct cli_globals *g)
                         if ((r = cli_usage_option(c, optarg, &uo, "metrics")) != 0)
                                 return r;
                         break;
-                case 'h': usage(stdout); return CLI_EXIT_OK;
-                default: usage(stderr); return CLI_EXIT_USAGE;
+                case 'h': usage(stdout); return GH_EXIT_OK;
+                default: usage(stderr); return GH_EXIT_USAGE;
                 }
         }
         if (optind < argc) {
                 fprintf(stderr, "gpu-cli: metrics: unexpected argument '%s'; see 'gpu-cli metrics --help'\n",
                         argv[optind]);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (listen_on != NULL)
                 return serve(g, &uo, listen_on);
-        if ((r = cli_usage_load(g, &uo, "metrics", &list)) != CLI_EXIT_OK)
+        if ((r = cli_usage_load(g, &uo, "metrics", &list)) != GH_EXIT_OK)
                 return r;
         write_metrics(&list, stdout);
         if (fflush(stdout) != 0) {
                 fprintf(stderr, "gpu-cli: metrics: writing the output: %m\n");
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }

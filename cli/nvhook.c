@@ -27,6 +27,7 @@ enum flag_kind { F_BOOL, F_VALUE, F_LIST };
 struct flag {
         const char *name;
         enum flag_kind kind;
+        const char *arg; /* the value's name in --help */
         const char *help;
 };
 
@@ -38,41 +39,44 @@ struct subcommand {
 
 #define CONTAINER_SPEC                                                                                                 \
         {                                                                                                              \
-                "container-spec", F_VALUE, "read the OCI state from this file ('-': stdin, the default)"               \
+                "container-spec", F_VALUE, "FILE", "read the OCI state from this file ('-': stdin, the default)"       \
         }
 
 static const struct flag ldcache_flags[] = {
-        { "folder", F_LIST, "a container directory whose libraries go into the ld cache (repeatable)" },
-        { "ldconfig-path", F_VALUE, "accepted and ignored: gpu-hook writes the ld cache itself, no ldconfig runs" },
+        { "folder", F_LIST, "DIR", "a container directory whose libraries go into the ld cache (repeatable)" },
+        { "ldconfig-path", F_VALUE, "PATH",
+          "accepted and ignored: gpu-hook writes the ld cache itself, no ldconfig runs" },
         CONTAINER_SPEC,
-        { NULL, 0, NULL },
+        { NULL, 0, NULL, NULL },
 };
 static const struct flag symlinks_flags[] = {
-        { "link", F_LIST, "TARGET::LINK: create LINK -> TARGET in the container, replacing a file there (repeatable)" },
-        { "host-root", F_VALUE, "accepted for old specs; links are never resolved on the host" },
-        { "csv-filename", F_LIST, "accepted for old (Tegra) specs; CSV mount files are not read" },
+        { "link", F_LIST, "TARGET::LINK",
+          "create LINK -> TARGET in the container, replacing a file there (repeatable)" },
+        { "host-root", F_VALUE, "DIR", "accepted for old specs; links are never resolved on the host" },
+        { "csv-filename", F_LIST, "FILE", "accepted for old (Tegra) specs; CSV mount files are not read" },
         CONTAINER_SPEC,
-        { NULL, 0, NULL },
+        { NULL, 0, NULL, NULL },
 };
 static const struct flag chmod_flags[] = {
-        { "path", F_LIST, "a directory or device node under /dev in the container (repeatable)" },
-        { "mode", F_VALUE, "the mode, in octal (required)" },
+        { "path", F_LIST, "PATH", "a directory or device node under /dev in the container (repeatable)" },
+        { "mode", F_VALUE, "OCTAL", "the mode, in octal (required)" },
         CONTAINER_SPEC,
-        { NULL, 0, NULL },
+        { NULL, 0, NULL, NULL },
 };
 static const struct flag compat_flags[] = {
-        { "host-driver-version", F_VALUE, "the host driver's version (without it: nothing to do)" },
-        { "host-cuda-version", F_VALUE, "the host's CUDA version, used when the driver version is not given" },
-        { "cuda-compat-container-root", F_VALUE,
+        { "host-driver-version", F_VALUE, "VERSION", "the host driver's version (without it: nothing to do)" },
+        { "host-cuda-version", F_VALUE, "VERSION",
+          "the host's CUDA version, used when the driver version is not given" },
+        { "cuda-compat-container-root", F_VALUE, "DIR",
           "the compat directory in the container (default /usr/local/cuda/compat)" },
         CONTAINER_SPEC,
-        { NULL, 0, NULL },
+        { NULL, 0, NULL, NULL },
 };
 static const struct flag state_only_flags[] = {
         CONTAINER_SPEC,
-        { NULL, 0, NULL },
+        { NULL, 0, NULL, NULL },
 };
-static const struct flag no_flags[] = { { NULL, 0, NULL } };
+static const struct flag no_flags[] = { { NULL, 0, NULL, NULL } };
 
 static const struct subcommand subcommands[] = {
         { "update-ldcache", "add the libraries of --folder directories to the container's ld cache", ldcache_flags },
@@ -109,16 +113,27 @@ static void usage(FILE *out)
                 "the OCI state on stdin and works only inside the container's root (docs/nvidia-cdi-hook.md).\n"
                 "\n"
                 "Subcommands:\n");
-        for (size_t i = 0; i < GH_ARRAY_SIZE(subcommands); i++)
+        for (size_t i = 0; i < GH_ARRAY_SIZE(subcommands); i++) {
                 fprintf(out, "  %-34s %s\n", subcommands[i].name, subcommands[i].help);
+                for (const struct flag *f = subcommands[i].flags; f->name; f++) {
+                        char left[64];
+                        if (strcmp(f->name, "container-spec") == 0)
+                                continue; /* every subcommand's: said once below */
+                        snprintf(left, sizeof(left), "--%s=%s", f->name, f->arg);
+                        fprintf(out, "    %-32s %s\n", left, f->help);
+                }
+        }
         fprintf(out, "\n"
-                     "Flags:\n"
-                     "  -d, --debug          debug messages on stderr\n"
-                     "      --quiet          errors only\n"
-                     "      --driver-root=DIR  where /proc/driver/nvidia is read (default /)      } gpu-hook\n"
-                     "      --config=FILE      gpu-hook's configuration (its cuda-compat key)   } extensions\n"
-                     "  -v, --version        print the version\n"
-                     "  -h, --help           this help; SUBCOMMAND --help: its flags\n"
+                     "Every subcommand (but noop) also takes:\n"
+                     "      --container-spec=FILE        the OCI state from FILE ('-': stdin, the default)\n"
+                     "\n"
+                     "Global flags (before the subcommand; with nvidia-ctk, before or after 'hook'):\n"
+                     "  -d, --debug                      debug messages on stderr\n"
+                     "      --quiet                      errors only\n"
+                     "      --driver-root=DIR            gpu-hook's: where /proc/driver/nvidia is read (default /)\n"
+                     "      --config=FILE                gpu-hook's: its configuration, for the cuda-compat key\n"
+                     "  -v, --version                    print the version\n"
+                     "  -h, --help                       this help; SUBCOMMAND --help: its flags\n"
                      "\n"
                      "An unknown subcommand or flag is a warning and exits 0, so specs of newer toolkits still start.\n"
                      "Exit status: 0 done, 1 failure.\n");
@@ -128,7 +143,8 @@ static void sub_usage(const struct subcommand *s)
 {
         printf("Usage: %s %s [FLAGS]\n\n%s.\n\nFlags:\n", prog, s->name, s->help);
         for (const struct flag *f = s->flags; f->name; f++)
-                printf("  --%s%s\n        %s\n", f->name, f->kind == F_BOOL ? "" : " VALUE", f->help);
+                printf("  --%s%s%s\n        %s\n", f->name, f->kind == F_BOOL ? "" : "=",
+                       f->kind == F_BOOL ? "" : f->arg, f->help);
 }
 
 /* "-name", "--name", "--name=value": the name (in buf) and the value after '=' (or NULL). */
@@ -260,7 +276,7 @@ static int parse_sub_flags(struct values *v, int argc, char **argv)
 static int fail(const char *sub, const char *msg)
 {
         fprintf(stderr, "%s: %s: %s\n", prog, sub, msg);
-        return CLI_EXIT_FAILURE;
+        return GH_EXIT_FAILURE;
 }
 
 /* The options of one subcommand; returns -1 after printing an error, 1 when there is nothing to
@@ -360,7 +376,7 @@ int cli_nvhook(int argc, char **argv, const char *root)
         const char **folders = NULL;
         const char *base = strrchr(argv[0], '/');
         bool debug = false, quiet = false, ctk = false;
-        int i = 1, r = CLI_EXIT_OK;
+        int i = 1, r = GH_EXIT_OK;
 
         base = base ? base + 1 : argv[0];
         ctk = strcmp(base, "nvidia-ctk") == 0;
@@ -379,7 +395,7 @@ int cli_nvhook(int argc, char **argv, const char *root)
                                 if (value && parse_bool(value, &b) < 0) {
                                         fprintf(stderr, "%s: invalid boolean value \"%s\" for -%s\n", prog, value,
                                                 name);
-                                        return CLI_EXIT_FAILURE;
+                                        return GH_EXIT_FAILURE;
                                 }
                                 *(strcmp(name, "quiet") == 0 ? &quiet : &debug) = b;
                         } else if (strcmp(name, "driver-root") == 0 || strcmp(name, "config") == 0) {
@@ -387,16 +403,16 @@ int cli_nvhook(int argc, char **argv, const char *root)
                                         value = argv[++i];
                                 if (value == NULL || value[0] != '/') {
                                         fprintf(stderr, "%s: --%s needs an absolute path\n", prog, name);
-                                        return CLI_EXIT_FAILURE;
+                                        return GH_EXIT_FAILURE;
                                 }
                                 *(strcmp(name, "config") == 0 ? &o.config : &o.root) = value;
                         } else if (strcmp(name, "version") == 0 || strcmp(name, "v") == 0) {
                                 printf("%s version %s (gpu-hook)\n", ctk ? "nvidia-ctk" : "nvidia-cdi-hook",
                                        gpuhook_version());
-                                return CLI_EXIT_OK;
+                                return GH_EXIT_OK;
                         } else if (strcmp(name, "help") == 0 || strcmp(name, "h") == 0) {
                                 usage(stdout);
-                                return CLI_EXIT_OK;
+                                return GH_EXIT_OK;
                         } else {
                                 i = skip_unknown(prog, argv[i], value, i, argc, argv);
                         }
@@ -410,38 +426,38 @@ int cli_nvhook(int argc, char **argv, const char *root)
                         fprintf(stderr,
                                 "nvidia-ctk: this is gpu-hook, which answers only 'nvidia-ctk hook SUBCOMMAND' (old CDI specs); for '%s' install NVIDIA's toolkit\n",
                                 i < argc ? argv[i] : "");
-                        return CLI_EXIT_USAGE;
+                        return GH_EXIT_USAGE;
                 }
                 i++;
         }
         gh_log_set_level(quiet ? GH_LOG_ERROR : debug ? GH_LOG_DEBUG : GH_LOG_WARN);
         if (i >= argc) {
                 gh_warn("no CDI hook specified; nothing done");
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         }
         for (size_t k = 0; k < GH_ARRAY_SIZE(subcommands) && v.sub == NULL; k++)
                 if (strcmp(argv[i], subcommands[k].name) == 0)
                         v.sub = &subcommands[k];
         if (v.sub == NULL) {
                 gh_warn("unsupported CDI hook '%s' (written by a newer toolkit?): nothing done", argv[i]);
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         }
         r = parse_sub_flags(&v, argc - i, argv + i);
         if (r != 0) {
-                r = r > 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+                r = r > 0 ? GH_EXIT_OK : GH_EXIT_FAILURE;
                 goto out;
         }
         r = build_opts(&v, &o, &links, &folders);
         if (r != 0) {
                 if (r > 0)
                         gh_debug("%s: nothing to do", v.sub->name);
-                r = r > 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+                r = r > 0 ? GH_EXIT_OK : GH_EXIT_FAILURE;
                 goto out;
         }
         if (gh_cdi_hook_run(&o, &err) < 0)
                 r = fail(v.sub->name, err && err->msg ? err->msg : "failed");
         else
-                r = CLI_EXIT_OK;
+                r = GH_EXIT_OK;
 out:
         free(links);
         free(folders);

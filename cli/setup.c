@@ -7,7 +7,8 @@
  *               finds nvidia-cdi-hook: that name too (-> our static nvidia-cdi-hook, never over
  *               NVIDIA's) and our spec in /etc/cdi, written or refreshed (left alone when another
  *               spec of the kind is there; --undo leaves it: other engines may use it).
- *   containerd  a drop-in TOML for a "gpu" runtime handler whose BinaryName is gpu-runtime.
+ *   containerd  config.toml, in place (setup-containerd.c says why not a drop-in): CDI on, and a
+ *               "gpu" runtime handler whose BinaryName is gpu-runtime.
  *   crio        a drop-in for a "gpu" runtime, and the hooks.d file.
  *   podman      the hooks.d file (createRuntime).
  *
@@ -26,10 +27,11 @@
 
 #include "capability.h"
 #include "cdi.h"
+#include "cdi-specs.h"
 #include "cleanup.h"
 #include "cli.h"
 #include "config.h"  /* the build's: GPUHOOK_HOOK_PATH, GPUHOOK_RUNTIME_PATH, GPUHOOK_NVHOOK_PATH */
-#include "oci.h"     /* _cleanup_json_ */
+#include "oci.h"     /* GH_OCI_HOOKS_DIR_ADMIN, _cleanup_json_ */
 #include "require.h" /* gh_version_compare */
 #include "setup.h"
 
@@ -74,19 +76,21 @@ static void usage(FILE *out)
 {
         fprintf(out,
                 "Usage: gpu-cli setup docker|containerd|crio|podman [OPTIONS]\n"
+                "       gpu-cli setup dev-char-links [OPTIONS]   (see 'gpu-cli setup dev-char-links --help')\n"
                 "\n"
                 "Configures a container engine to use gpu-hook and gpu-runtime.\n"
                 "  docker      daemon.json: runtime \"gpu\" (gpu-runtime), and nvidia-container-runtime-hook\n"
                 "              -> gpu-hook for `docker run --gpus` (not when NVIDIA's own file is installed);\n"
                 "              Docker >= 29.2: also nvidia-cdi-hook and our CDI spec, --gpus then goes through CDI\n"
-                "  containerd  drop-in with a \"gpu\" runtime handler (BinaryName = gpu-runtime)\n"
+                "  containerd  config.toml: CDI on (enable_cdi, cdi_spec_dirs) and a \"gpu\" runtime handler\n"
+                "              (BinaryName = gpu-runtime); containerd 1.6/1.7 (version 2) and 2.x (version 3)\n"
                 "  crio        drop-in with a \"gpu\" runtime, and the hooks.d file\n"
                 "  podman      the hooks.d file\n"
                 "\n"
                 "Options:\n"
-                "  --config=FILE        the file to edit (docker: /etc/docker/daemon.json) or write (containerd:\n"
-                "                       /etc/containerd/conf.d/99-gpu-hook.toml, crio: /etc/crio/crio.conf.d/99-gpu-hook.conf)\n"
-                "  --hooks-dir=DIR      hooks.d for podman and crio (default /etc/containers/oci/hooks.d)\n"
+                "  --config=FILE        the file to edit (docker: /etc/docker/daemon.json, containerd:\n"
+                "                       /etc/containerd/config.toml) or write (crio: /etc/crio/crio.conf.d/99-gpu-hook.conf)\n"
+                "  --hooks-dir=DIR      hooks.d for podman and crio (default " GH_OCI_HOOKS_DIR_ADMIN ")\n"
                 "  --hook-link=PATH     docker: the --gpus hook name (default /usr/local/bin/%s; none: skip)\n"
                 "  --docker-version=V   docker: the version of dockerd (default: dockerd --version)\n"
                 "  --cdi-hook-link=PATH docker >= " DOCKER_GPUS_CDI
@@ -365,8 +369,8 @@ static char *other_nvidia_spec(const char *ours)
                 return NULL;
         *slash = '\0';
         dirs[0] = dir;
-        if (strcmp(dir, "/etc/cdi") == 0 || strcmp(dir, "/var/run/cdi") == 0)
-                dirs[1] = strcmp(dir, "/etc/cdi") == 0 ? "/var/run/cdi" : "/etc/cdi";
+        if (strcmp(dir, GH_CDI_DIR_STATIC) == 0 || strcmp(dir, GH_CDI_DIR_DYNAMIC) == 0)
+                dirs[1] = strcmp(dir, GH_CDI_DIR_STATIC) == 0 ? GH_CDI_DIR_DYNAMIC : GH_CDI_DIR_STATIC;
         for (size_t i = 0; i < 2 && dirs[i]; i++) {
                 _cleanup_closedir_ DIR *d = opendir(dirs[i]);
                 struct dirent *de;
@@ -420,7 +424,7 @@ static int docker_cdi(const struct setup_opts *o, struct plan *p, gh_error_t *er
         if (add_change(p, o->cdi_spec, err) < 0)
                 return -1;
         c = &p->v[p->n - 1];
-        if (c->exists && (cli_cdi_read(o->cdi_spec, &old, err) < 0 || !spec_is_ours(old))) {
+        if (c->exists && (gh_cdi_spec_read(o->cdi_spec, &old, err) < 0 || !spec_is_ours(old))) {
                 if (old == NULL)
                         return gh_err_wrap(err, "refusing to replace it");
                 p->n--;
@@ -456,31 +460,12 @@ static int docker_cdi(const struct setup_opts *o, struct plan *p, gh_error_t *er
         co.hook_path = self;
         if (gh_cdi_generate(&co, &spec, err) < 0)
                 return gh_err_wrap(err, "writing the CDI spec for docker run --gpus");
-        c->new = cli_cdi_text(spec);
+        c->new = gh_cdi_text(spec);
         c->make_dir = true;
         return c->new ? 0 : gh_err(err, ENOMEM, "writing the CDI spec");
 }
 
 /* ---- containerd, CRI-O, hooks.d: whole files that are ours ---------------------------------- */
-
-static char *containerd_text(const struct setup_opts *o)
-{
-        char *s = NULL;
-        if (asprintf(
-                    &s,
-                    "# Written by gpu-cli setup containerd; `gpu-cli setup containerd --undo` removes it.\n"
-                    "# containerd 1.x reads it only when config.toml has imports = [\"/etc/containerd/conf.d/*.toml\"].\n"
-                    "version = 2\n"
-                    "\n"
-                    "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpu]\n"
-                    "  runtime_type = \"io.containerd.runc.v2\"\n"
-                    "\n"
-                    "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpu.options]\n"
-                    "  BinaryName = \"%s\"\n",
-                    o->runtime_path) < 0)
-                return NULL;
-        return s;
-}
 
 static char *crio_text(const struct setup_opts *o)
 {
@@ -534,6 +519,45 @@ static int own_file(const struct setup_opts *o, struct plan *p, const char *path
         return 0;
 }
 
+static int containerd_toml(const struct setup_opts *o, struct plan *p, gh_error_t *err)
+{
+        struct change *c;
+
+        if (add_change(p, o->config ? o->config : "/etc/containerd/config.toml", err) < 0)
+                return -1;
+        c = &p->v[p->n - 1];
+        if (setup_containerd_edit(c->path, c->exists ? c->old : NULL, o->runtime_path, o->undo, &c->new, err) < 0)
+                return -1;
+        c->backup = c->exists && !o->undo;
+        if (o->undo && c->new != NULL) {
+                /* undo gave the original back: the backup of it has done its job */
+                _cleanup_free_ char *bak = NULL, *text = NULL;
+                _cleanup_error_ gh_error_t e = NULL;
+                bool there = false;
+                if (asprintf(&bak, "%s%s", c->path, SETUP_BACKUP_SUFFIX) >= 0 &&
+                    setup_read(bak, &text, &there, &e) == 0 && there && strcmp(text, c->new) == 0)
+                        c->drop_backup = true;
+        }
+        return 0;
+}
+
+/* The drop-in that gpu-cli setup containerd wrote before it edited config.toml: it reset the node's
+ * CRI settings on containerd 1.x (setup-containerd.c), so it goes, while it is still ours. */
+#define LEGACY_DROPIN "/etc/containerd/conf.d/99-gpu-hook.toml"
+static int legacy_dropin(struct plan *p, gh_error_t *err)
+{
+        struct change *c;
+
+        if (add_change(p, LEGACY_DROPIN, err) < 0)
+                return -1;
+        c = &p->v[p->n - 1];
+        if (c->exists && strncmp(c->old, "# Written by gpu-cli setup containerd", 37) != 0) {
+                c->new = strdup(c->old); /* not ours: left alone */
+                return c->new ? 0 : gh_err(err, ENOMEM, "planning %s", c->path);
+        }
+        return 0;
+}
+
 static int hooksd_file(const struct setup_opts *o, struct plan *p, gh_error_t *err)
 {
         char path[PATH_MAX];
@@ -550,8 +574,7 @@ static int build_plan(const struct setup_opts *o, struct plan *p, gh_error_t *er
                 p->restart = "restart dockerd (`kill -HUP` reloads the runtimes, but the --gpus hook name is looked up "
                              "only at start)";
         } else if (strcmp(o->engine, "containerd") == 0) {
-                if (own_file(o, p, o->config ? o->config : "/etc/containerd/conf.d/99-gpu-hook.toml",
-                             containerd_text(o), NULL, err) < 0)
+                if (containerd_toml(o, p, err) < 0 || (o->config == NULL && legacy_dropin(p, err) < 0))
                         return -1;
                 p->restart = "restart containerd; Kubernetes: a RuntimeClass with handler \"gpu\"";
         } else if (strcmp(o->engine, "crio") == 0) {
@@ -644,18 +667,18 @@ static int parse(int argc, char **argv, struct setup_opts *o)
                 case 'D': o->set_default = true; break;
                 case 'n': o->dry_run = true; break;
                 case 'u': o->undo = true; break;
-                case 'h': usage(stdout); exit(CLI_EXIT_OK);
+                case 'h': usage(stdout); exit(GH_EXIT_OK);
                 default: usage(stderr); return -1;
                 }
         }
         if (optind + 1 != argc) {
-                fprintf(stderr, "gpu-cli setup: name one engine: docker, containerd, crio or podman\n");
+                fprintf(stderr, "gpu-cli: setup: name one engine: docker, containerd, crio or podman\n");
                 return -1;
         }
         o->engine = argv[optind];
         if (strcmp(o->engine, "docker") != 0 && strcmp(o->engine, "containerd") != 0 &&
             strcmp(o->engine, "crio") != 0 && strcmp(o->engine, "podman") != 0) {
-                fprintf(stderr, "gpu-cli setup: unknown engine '%s'; use docker, containerd, crio or podman\n",
+                fprintf(stderr, "gpu-cli: setup: unknown engine '%s'; use docker, containerd, crio or podman\n",
                         o->engine);
                 return -1;
         }
@@ -669,7 +692,7 @@ static int parse(int argc, char **argv, struct setup_opts *o)
                                 o->cdi_hook };
         for (size_t i = 0; i < GH_ARRAY_SIZE(paths); i++)
                 if (paths[i] != NULL && paths[i][0] != '/') {
-                        fprintf(stderr, "gpu-cli setup: '%s' must be an absolute path\n", paths[i]);
+                        fprintf(stderr, "gpu-cli: setup: '%s' must be an absolute path\n", paths[i]);
                         return -1;
                 }
         return 0;
@@ -677,21 +700,23 @@ static int parse(int argc, char **argv, struct setup_opts *o)
 
 int cmd_setup(int argc, char **argv, const struct cli_globals *g)
 {
-        struct setup_opts o = { .hooks_dir = "/etc/containers/oci/hooks.d",
+        struct setup_opts o = { .hooks_dir = GH_OCI_HOOKS_DIR_ADMIN,
                                 .hook_link = "/usr/local/bin/" HOOK_NAME,
                                 .runtime_path = GPUHOOK_RUNTIME_PATH,
                                 .hook_path = GPUHOOK_HOOK_PATH,
                                 .cdi_hook_link = "/usr/local/bin/" CDI_HOOK_NAME,
                                 .cdi_hook = GPUHOOK_NVHOOK_PATH,
-                                .cdi_spec = "/etc/cdi/nvidia.com-gpu.json",
+                                .cdi_spec = GH_CDI_DIR_STATIC "/nvidia.com-gpu.json",
                                 .g = g };
         _cleanup_error_ gh_error_t err = NULL;
         struct plan p = { 0 };
         size_t changed = 0;
-        int r = CLI_EXIT_FAILURE;
+        int r = GH_EXIT_FAILURE;
 
+        if (argc >= 2 && strcmp(argv[1], "dev-char-links") == 0)
+                return cli_setup_dev_char(argc - 1, argv + 1, g);
         if (parse(argc, argv, &o) < 0)
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         if (build_plan(&o, &p, &err) < 0)
                 goto out;
         for (size_t i = 0; i < p.n; i++) {
@@ -710,10 +735,10 @@ int cmd_setup(int argc, char **argv, const struct cli_globals *g)
                 printf("%s: nothing to change\n", o.engine);
         else if (!o.dry_run)
                 printf("now %s\n", p.restart);
-        r = CLI_EXIT_OK;
+        r = GH_EXIT_OK;
 out:
-        if (r != CLI_EXIT_OK)
-                fprintf(stderr, "gpu-cli setup: %s\n", err && err->msg ? err->msg : "failed");
+        if (r != GH_EXIT_OK)
+                fprintf(stderr, "gpu-cli: setup: %s\n", err && err->msg ? err->msg : "failed");
         plan_free(&p);
         return r;
 }

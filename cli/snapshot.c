@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "discover.h"
 #include "container.h"
 #include "rootfs.h"
 #include "service.h"
@@ -16,11 +17,11 @@ int cli_usage_option(int c, const char *arg, struct cli_usage_opts *o, const cha
         if (c == 'S') {
                 if (arg[0] != '/') {
                         fprintf(stderr, "gpu-cli: %s: --state-dir '%s' must be an absolute path\n", cmd, arg);
-                        return CLI_EXIT_USAGE;
+                        return GH_EXIT_USAGE;
                 }
                 if (o->nstate >= CLI_MAX_STATE_DIRS) {
                         fprintf(stderr, "gpu-cli: %s: at most %d --state-dir options\n", cmd, CLI_MAX_STATE_DIRS);
-                        return CLI_EXIT_USAGE;
+                        return GH_EXIT_USAGE;
                 }
                 o->state_dirs[o->nstate++] = arg;
                 o->state_dirs[o->nstate] = NULL;
@@ -30,7 +31,7 @@ int cli_usage_option(int c, const char *arg, struct cli_usage_opts *o, const cha
         long s = strtol(arg, &end, 10);
         if (*arg == '\0' || *end != '\0' || s < 1 || s > 3600) {
                 fprintf(stderr, "gpu-cli: %s: --timeout '%s' must be 1..3600 seconds\n", cmd, arg);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         o->timeout_ms = (int) s * 1000;
         return 0;
@@ -46,25 +47,23 @@ int cli_usage_load(const struct cli_globals *g, const struct cli_usage_opts *o, 
 
         gopts.with_usage = true;
         gopts.timeout_ms = o->timeout_ms;
-        if (g->user != NULL && gh_service_parse_user(g->user, &gopts.uid, &gopts.gid, &err) < 0) {
-                fprintf(stderr, "gpu-cli: %s\n", err->msg);
-                return CLI_EXIT_USAGE;
-        }
-        rootfd = gh_rootfs_open(g->root, &err);
+        gopts.uid = g->uid;
+        gopts.gid = g->gid;
+        rootfd = gh_driver_root_open(g->root, &err);
         if (rootfd < 0) {
                 fprintf(stderr, "gpu-cli: %s: %s; check --root\n", cmd, err->msg);
-                return CLI_EXIT_NO_DRIVER;
+                return gh_error_exit_status(err);
         }
         if (gh_gpus_driver_version(rootfd, version, sizeof(version), &err) < 0) {
                 fprintf(stderr, "gpu-cli: %s: %s\n", cmd, err->msg);
-                return err->code == ENOENT || err->code == ENOTDIR ? CLI_EXIT_NO_DRIVER : gh_error_exit_status(err);
+                return gh_error_exit_status(err);
         }
         if (gh_gpus_load(rootfd, &gopts, list, &err) < 0) {
                 fprintf(stderr, "gpu-cli: %s: %s; check the driver with 'gpu-cli doctor'\n", cmd, err->msg);
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         gh_usage_attribute(list, o->state_dirs);
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }
 
 static enum cli_sort sort_key;

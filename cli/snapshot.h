@@ -26,10 +26,10 @@ struct cli_usage_opts {
         "                    /run/runc, /run/crun, Docker's and containerd's are searched anyway\n"                    \
         "  --timeout=SECONDS how long to wait for each NVML answer (default 5)\n"
 
-/* Handles 'S' and 'T'; returns 0, or CLI_EXIT_USAGE after a message. */
+/* Handles 'S' and 'T'; returns 0, or GH_EXIT_USAGE after a message. */
 int cli_usage_option(int c, const char *arg, struct cli_usage_opts *o, const char *cmd);
 
-/* Loads the snapshot; returns CLI_EXIT_OK or an exit status after a message. */
+/* Loads the snapshot; returns GH_EXIT_OK or an exit status after a message. */
 int cli_usage_load(const struct cli_globals *g, const struct cli_usage_opts *o, const char *cmd,
                    struct gh_gpu_list *list);
 

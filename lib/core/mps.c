@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "file.h"
 #include "log.h"
 #include "mps.h"
 #include "proc.h"
@@ -26,15 +27,14 @@ int gh_mps_name_check(const char *name, gh_error_t *err)
         size_t n = name ? strlen(name) : 0;
 
         if (n == 0 || n > GH_MPS_NAME_MAX)
-                return gh_err(err, 0, "invalid MPS group name '%.80s': use 1-%d letters, digits, '_', '.' or '-'",
-                              name ? name : "", GH_MPS_NAME_MAX);
+                return gh_err_usage(err, "invalid MPS group name '%.80s': use 1-%d letters, digits, '_', '.' or '-'",
+                                    name ? name : "", GH_MPS_NAME_MAX);
         if (name[0] == '.' || name[0] == '-')
-                return gh_err(err, 0, "invalid MPS group name '%s': it must not start with '.' or '-'", name);
+                return gh_err_usage(err, "invalid MPS group name '%s': it must not start with '.' or '-'", name);
         for (size_t i = 0; i < n; i++)
                 if (!isalnum((unsigned char) name[i]) && name[i] != '_' && name[i] != '.' && name[i] != '-')
-                        return gh_err(err, 0,
-                                      "invalid MPS group name '%.80s': use only letters, digits, '_', '.' or '-'",
-                                      name);
+                        return gh_err_usage(
+                                err, "invalid MPS group name '%.80s': use only letters, digits, '_', '.' or '-'", name);
         return 0;
 }
 
@@ -60,7 +60,7 @@ int gh_mps_parse_size(const char *s, unsigned long long *mib, gh_error_t *err)
         *mib = v * mult;
         return 0;
 bad:
-        return gh_err(err, 0, "invalid memory size '%.40s': write it as 4G, 512M or a number of MiB", s ? s : "");
+        return gh_err_usage(err, "invalid memory size '%.40s': write it as 4G, 512M or a number of MiB", s ? s : "");
 }
 
 bool gh_mps_group_alive(const struct gh_mps_group *g)
@@ -77,20 +77,8 @@ void gh_mps_group_path(char *buf, size_t size, const char *dir, const char *name
 
 int gh_mps_kv_write(const char *path, const char *text, gh_error_t *err)
 {
-        char tmp[PATH_MAX];
-        size_t len = strlen(text);
-        _cleanup_close_ int fd = -1;
-
-        if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int) sizeof(tmp))
-                return gh_err(err, ENAMETOOLONG, "writing %s", path);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0 || write(fd, text, len) != (ssize_t) len || rename(tmp, path) < 0) {
-                int e = errno;
-                if (fd >= 0)
-                        unlink(tmp);
-                return gh_err(err, e, "writing %s", path);
-        }
-        return 0;
+        /* No fsync: the files describe daemons, which do not outlive a reboot either. */
+        return gh_write_file_at(AT_FDCWD, path, text, strlen(text), 0644, GH_WRITE_ATOMIC, NULL, err);
 }
 
 int gh_mps_kv_read(const char *path, void (*line)(const char *key, const char *value, void *data), void *data,
@@ -150,8 +138,8 @@ static void state_line(const char *key, const char *v, void *data)
                 g->threads = (int) strtol(v, NULL, 10);
         else if (strcmp(key, "memory_mib") == 0)
                 g->memory_mib = strtoull(v, NULL, 10);
-        else if (strcmp(key, "pid") == 0)
-                g->pid = (pid_t) strtol(v, NULL, 10);
+        else if (strcmp(key, "pid") == 0 && gh_parse_pid(v, &g->pid) < 0)
+                g->pid = 0; /* not a process id: the group reads as not running */
         else if (strcmp(key, "starttime") == 0)
                 g->starttime = strtoull(v, NULL, 10);
 }

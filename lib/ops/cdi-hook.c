@@ -14,6 +14,8 @@
 #include "compat.h"
 #include "config.h" /* the build's: GPUHOOK_DEFAULT_CONFIG */
 #include "devices.h"
+#include "discover.h"
+#include "file.h"
 #include "gpus.h"
 #include "hookconfig.h"
 #include "ldcache.h"
@@ -29,8 +31,8 @@ int gh_cdi_pair_parse(const char *opt, char *arg, bool b_abs, struct gh_cdi_pair
         char *sep = strstr(arg, "::");
 
         if (sep == NULL || sep == arg || sep[2] == '\0' || (b_abs && sep[2] != '/'))
-                return gh_err(err, EINVAL, "invalid --%s '%s': write it as %s", opt, arg,
-                              b_abs ? "NAME::/ABSOLUTE/PATH" : "A::B");
+                return gh_err_usage(err, "invalid --%s '%s': write it as %s", opt, arg,
+                                    b_abs ? "NAME::/ABSOLUTE/PATH" : "A::B");
         *sep = '\0';
         out->a = arg;
         out->b = sep + 2;
@@ -270,24 +272,12 @@ static int build_plan(struct gh_plan *plan, const struct gh_cdi_hook_opts *o, in
         return plan_proc_gpus(plan, droot, spec, err);
 }
 
-/* A small file written whole into a directory of the container: a temp file created there with
- * O_EXCL|O_NOFOLLOW, then renamed over name (a link at name is replaced, never followed). */
+/* A small file written whole into a directory of the container (dirfd from the in-root resolver):
+ * through the one writer, atomically, so a link at name is replaced, never followed. */
 static int write_in_dir(int dirfd, const char *name, const char *text, mode_t mode, const char *what, gh_error_t *err)
 {
-        char tmp[64];
-        size_t len = strlen(text);
-        int fd;
-
-        snprintf(tmp, sizeof(tmp), ".gpu-hook.%d.tmp", (int) getpid());
-        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-        if (fd < 0)
-                return gh_err(err, errno, "writing %s in the container", what);
-        if (write(fd, text, len) != (ssize_t) len || fchmod(fd, mode) < 0 || close(fd) < 0 ||
-            renameat(dirfd, tmp, dirfd, name) < 0) {
-                int e = errno;
-                unlinkat(dirfd, tmp, 0);
-                return gh_err(err, e ? e : EIO, "writing %s in the container", what);
-        }
+        if (gh_write_file_at(dirfd, name, text, strlen(text), mode, GH_WRITE_ATOMIC, NULL, err) < 0)
+                return gh_err_wrap(err, "writing %s in the container", what);
         return 0;
 }
 
@@ -382,6 +372,12 @@ static int read_state(const struct gh_cdi_hook_opts *o, struct gh_oci_state *sta
         return gh_oci_state_read(fd, state, err);
 }
 
+static void phase(const struct gh_cdi_hook_opts *o, const char *name)
+{
+        if (o->log != NULL)
+                gh_hooklog_phase(o->log, name);
+}
+
 int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
 {
         struct gh_oci_state state = { 0 };
@@ -396,11 +392,18 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
                                 err) < 0 ||
             gh_caps_enter(GH_PHASE_DISCOVER, err) < 0)
                 return -1;
+        phase(o, "setup");
         if (read_state(o, &state, err) < 0)
                 return -1;
         gh_log_set_trace_id(state.id);
+        if (o->log != NULL) {
+                gh_hooklog_set_trace_id(o->log, state.id);
+                o->log->container_pid = state.pid;
+        }
+        phase(o, "state");
         if (gh_oci_spec_load(state.bundle, &spec, err) < 0)
                 goto out;
+        phase(o, "spec");
         rootfd = gh_rootfs_open(spec.rootfs, err);
         if (rootfd < 0) {
                 gh_err_wrap(err, "container root");
@@ -410,23 +413,26 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
             check_container_namespace(state.pid, rootfd, spec.rootfs, err) < 0 ||
             gh_caps_enter(GH_PHASE_DISCOVER, err) < 0)
                 goto out;
-        droot = gh_rootfs_open(o->root, err);
-        if (droot < 0) {
-                gh_err_wrap(err, "driver root");
+        phase(o, "check");
+        droot = gh_driver_root_open(o->root, err);
+        if (droot < 0)
                 goto out;
-        }
         if (build_plan(&plan, o, rootfd, droot, &spec, &record, err) < 0)
                 goto out;
+        phase(o, "plan");
         /* open_tree(OPEN_TREE_CLONE) of the GPUs' proc directories needs the mount phase. */
         if (gh_caps_enter(GH_PHASE_MOUNT, err) < 0 || gh_plan_open_sources(&plan, droot, o->root, err) < 0)
                 goto out;
+        phase(o, "open");
         if (gh_plan_apply(&plan, rootfd, err) < 0) {
                 gh_err_wrap(err, "container %s", spec.rootfs);
                 goto out;
         }
+        phase(o, "apply");
         if ((plan.nlibs > 0 || o->ldcache || record) &&
             (gh_caps_enter(GH_PHASE_LDCACHE, err) < 0 || gh_ldcache_update(&plan, rootfd, AT_FDCWD, err) < 0))
                 goto out;
+        phase(o, "ldcache");
         if ((record || o->app_profile || o->nchmod > 0) && gh_caps_enter(GH_PHASE_LDCACHE, err) < 0)
                 goto out;
         if (record && write_compat_record(rootfd, plan.compat.dir, err) < 0)
@@ -435,6 +441,8 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
                 goto out;
         if (o->nchmod > 0 && apply_chmod(rootfd, o, err) < 0)
                 goto out;
+        if (record || o->app_profile || o->nchmod > 0)
+                phase(o, "files");
         gh_debug("cdi-hook: %zu links, %zu libraries in the ld cache%s, /proc/driver/nvidia %s (%zu GPUs) in %s",
                  o->nlinks, plan.nlibs, plan.compat.used ? " (CUDA compat preferred)" : "",
                  o->mask_proc ? "masked" : "untouched", plan.nproc_gpus, spec.rootfs);

@@ -21,6 +21,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "hooklog.h"
 
 /* One "A::B" argument split in two (the strings point into argv). */
 struct gh_cdi_pair {
@@ -59,6 +60,7 @@ struct gh_cdi_hook_opts {
         const char **chmod_paths; /* under /dev, in the container */
         size_t nchmod;
         mode_t chmod_mode;
+        struct gh_hooklog *log; /* when not NULL: each phase's time, the container's id and pid go here */
 };
 
 /* Splits "A::B" (both parts non-empty, B an absolute path when b_abs).  Returns -1 with a message

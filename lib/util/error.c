@@ -48,16 +48,13 @@ static char *one_line(char *s)
         return out;
 }
 
-int gh_err(gh_error_t *err, int errnum, const char *fmt, ...)
+__attribute__((format(printf, 3, 0))) static int verr(gh_error_t *err, int errnum, const char *fmt, va_list ap)
 {
-        va_list ap;
         char *msg, *full = NULL;
 
         if (err == NULL)
                 return -1;
-        va_start(ap, fmt);
         msg = vformat(fmt, ap);
-        va_end(ap);
         if (msg != NULL && errnum > 0) {
                 if (asprintf(&full, "%s: %s", msg, strerror(errnum)) < 0)
                         full = NULL;
@@ -74,6 +71,26 @@ int gh_err(gh_error_t *err, int errnum, const char *fmt, ...)
         (*err)->kind = errnum > 0 ? GH_ERR_SYSTEM : GH_ERR_FAILURE;
         (*err)->msg = msg != NULL ? one_line(msg) : strdup("out of memory");
         return -1;
+}
+
+int gh_err(gh_error_t *err, int errnum, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        verr(err, errnum, fmt, ap);
+        va_end(ap);
+        return -1;
+}
+
+int gh_err_usage(gh_error_t *err, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        verr(err, 0, fmt, ap);
+        va_end(ap);
+        return gh_err_kind(err, GH_ERR_USAGE);
 }
 
 int gh_err_wrap(gh_error_t *err, const char *fmt, ...)
@@ -117,8 +134,11 @@ static const struct {
         enum gpuhook_error_kind kind;
         int status;
 } exit_status[] = {
-        { GH_ERR_FAILURE, 1 },   { GH_ERR_SYSTEM, 1 },      { GH_ERR_USAGE, 2 },
-        { GH_ERR_NO_DRIVER, 3 }, { GH_ERR_REQUIREMENT, 4 },
+        { GH_ERR_FAILURE, GH_EXIT_FAILURE },
+        { GH_ERR_SYSTEM, GH_EXIT_FAILURE },
+        { GH_ERR_USAGE, GH_EXIT_USAGE },
+        { GH_ERR_NO_DRIVER, GH_EXIT_NO_DRIVER },
+        { GH_ERR_REQUIREMENT, GH_EXIT_REQUIREMENT },
 };
 
 int gh_error_exit_status(const struct gpuhook_error *err)
@@ -126,7 +146,7 @@ int gh_error_exit_status(const struct gpuhook_error *err)
         for (size_t i = 0; err != NULL && i < sizeof(exit_status) / sizeof(exit_status[0]); i++)
                 if (exit_status[i].kind == err->kind)
                         return exit_status[i].status;
-        return 1;
+        return GH_EXIT_FAILURE;
 }
 
 enum gpuhook_error_kind gh_error_kind_of_status(int status)

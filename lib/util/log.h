@@ -14,7 +14,6 @@ int gh_log_open(const char *path, bool json);
 void gh_log_set_level(enum gh_log_level level);
 enum gh_log_level gh_log_get_level(void);
 void gh_log_set_trace_id(const char *trace_id);
-const char *gh_log_trace_id(void);
 void gh_log_set_program(const char *name);
 void gh_log_close(void);
 

@@ -206,7 +206,7 @@ t_is "$("$NVHOOK" --quiet noop --bogus 2>&1)" "" "--quiet: the unknown-flag warn
 t_match "$("$NVHOOK" --version)" "^nvidia-cdi-hook version [0-9]" "--version"
 t_match "$("$NVHOOK" -v)" "^nvidia-cdi-hook version [0-9]" "-v"
 t_match "$("$NVHOOK" --help)" "update-application-profile" "--help lists the subcommands"
-t_match "$("$NVHOOK" update-ldcache --help)" "--folder VALUE" "SUBCOMMAND --help lists its flags"
+t_match "$("$NVHOOK" update-ldcache --help)" "--folder=DIR" "SUBCOMMAND --help lists its flags"
 "$NVHOOK" create-symlinks --link no-separator </dev/null >/dev/null 2>"$T/err"
 t_is "$?" 1 "create-symlinks --link without :: fails (exit 1)"
 t_match "$(cat "$T/err")" "invalid --link 'no-separator'" "... naming the argument"
