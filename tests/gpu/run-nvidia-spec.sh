@@ -131,8 +131,10 @@ elif [ ! -x "$VENV/bin/python3" ] || [ ! -x /usr/bin/python3.12 ]; then
         t_skip "PyTorch with NVIDIA's spec" "no $VENV/bin/python3 or /usr/bin/python3.12"
 else
         LOWER=$T/torch-lower
-        mkdir -p "$LOWER/usr/lib" "$LOWER/usr/bin" "$LOWER/lib64"
+        mkdir -p "$LOWER"
         cp -a "$TPL"/. "$LOWER"/
+        # after the template: its lib64 may be a link, which a directory made first would block
+        mkdir -p "$LOWER/usr/lib" "$LOWER/usr/bin" "$LOWER/lib64"
         rm -rf "$LOWER/usr/lib/x86_64-linux-gnu"
         cp -a /usr/lib/x86_64-linux-gnu "$LOWER/usr/lib/"
         find "$LOWER/usr/lib/x86_64-linux-gnu" \( -name '*nvidia*' -o -name 'libcuda*' -o -name 'libnvcuvid*' -o -name 'libnvoptix*' \) \
