@@ -15,7 +15,9 @@
 #     (valgrind 3.19, Debian 12's, answers ENOSYS to openat2, open_tree, move_mount, mount_setattr,
 #     fsopen and pidfd_open, so under it gpu-cli takes its fallbacks: the component walk and legacy
 #     mounts; compare these counts with each other, and per function, not with a native run);
-#   - GNU time -f %M: peak RSS (bench/starts.sh, bench_starts_rss), 5 starts.
+#   - GNU time -f %M: peak RSS (bench/starts.sh, bench_starts_rss), 5 starts (GH_COUNTS_RSS=0: none).
+# GH_COUNTS_KINDS: the kinds (default "nongpu hook hook-req cdi"); GH_COUNTS_KEEP, GH_COUNTS_IMAGE_LDCACHE
+# below.
 # Instructions and system calls do not depend on the load at all; CPU time a little (cache misses,
 # frequency); wall time a lot.  Print, change, rerun, compare.
 set -u
@@ -29,7 +31,7 @@ export GPU_CLI=$GH_BUILD_DIR/cli/gpu-cli GPU_HOOK=$GH_BUILD_DIR/hook/gpu-hook
 . "$here/starts.sh"
 [ "$(id -u)" -eq 0 ] || { echo "counts: needs root (runc)" >&2; exit 1; }
 STARTS=${GH_COUNTS_STARTS:-21}
-KINDS=(nongpu hook hook-req cdi)
+read -r -a KINDS <<<"${GH_COUNTS_KINDS:-nongpu hook hook-req cdi}"
 
 ROOT=${GH_COUNTS_ROOT:-}
 if [ -z "$ROOT" ]; then
@@ -38,6 +40,11 @@ if [ -z "$ROOT" ]; then
                 { tail -n 3 "$T/mkroot.log" >&2; echo "counts: make-root.sh failed" >&2; exit 1; }
 fi
 make_busybox_rootfs "$T/rootfs-glibc" --glibc || exit 1
+# GH_COUNTS_IMAGE_LDCACHE=FILE: the image's /etc/ld.so.cache (e.g. this host's, ~750 entries, where
+# the test image's own has 8): what the ld cache merge costs on a full distribution image.
+if [ -n "${GH_COUNTS_IMAGE_LDCACHE:-}" ]; then
+        cp "$GH_COUNTS_IMAGE_LDCACHE" "$T/rootfs-glibc/etc/ld.so.cache" || exit 1
+fi
 BS_KINDS=(none nongpu hook hook-req hook-cold cdi)
 bench_starts_prepare "$ROOT" "$T/rootfs-glibc" || exit 1
 
