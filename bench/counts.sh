@@ -16,8 +16,8 @@
 #     fsopen and pidfd_open, so under it gpu-cli takes its fallbacks: the component walk and legacy
 #     mounts; compare these counts with each other, and per function, not with a native run);
 #   - GNU time -f %M: peak RSS (bench/starts.sh, bench_starts_rss), 5 starts (GH_COUNTS_RSS=0: none).
-# GH_COUNTS_KINDS: the kinds (default "nongpu hook hook-req cdi"); GH_COUNTS_KEEP, GH_COUNTS_IMAGE_LDCACHE
-# below.
+# GH_COUNTS_KINDS: the kinds (default "nongpu hook hook-req cdi"); GH_COUNTS_BASE (a build to
+# compare with, in the same rounds), GH_COUNTS_KEEP, GH_COUNTS_IMAGE_LDCACHE below.
 # Instructions and system calls do not depend on the load at all; CPU time a little (cache misses,
 # frequency); wall time a lot.  Print, change, rerun, compare.
 set -u
@@ -53,7 +53,40 @@ echo
 bench_machine_info
 echo
 
-stage_of() { [ "$1" = cdi ] && echo createContainer || echo createRuntime; }
+stage_of() { [ "${1%~base}" = cdi ] && echo createContainer || echo createRuntime; }
+
+# GH_COUNTS_BASE=BUILD_DIR: every kind also runs with that build's gpu-hook and gpu-cli ("KIND~base",
+# same image, same rounds, interleaved), so a change is measured against what it changes in one run:
+# the table gets the base's rows and the median of the per-round CPU differences.
+if [ -n "${GH_COUNTS_BASE:-}" ]; then
+        BASE=$(cd "$GH_COUNTS_BASE" && pwd) || exit 1
+        for k in "${KINDS[@]}"; do
+                b=$T/bs-b-$k~base
+                rm -rf "$b" && cp -a "${BR_BUNDLE[$k]}" "$b"
+                "$GH_PYTHON" - "$b/config.json" "$GH_BUILD_DIR" "$BASE" <<'PY'
+import json, sys
+path, new, old = sys.argv[1:]
+c = json.load(open(path))
+for stage in c.get("hooks", {}).values():
+    for h in stage:
+        h["path"] = h["path"].replace(new, old)
+        args = []
+        for a in h.get("args", []):
+            a = a.replace(new, old)
+            if a.startswith("--config="):
+                conf = a[len("--config="):]
+                text = open(conf).read().replace(new, old)
+                open(conf + ".base", "w").write(text)
+                a = "--config=" + conf + ".base"
+            args.append(a)
+        h["args"] = args
+json.dump(c, open(path, "w"), indent=2)
+PY
+                BR_BUNDLE[$k~base]=$b BR_PREP[$k~base]=${BR_PREP[$k]}
+                BS_LABEL[$k~base]="${BS_LABEL[$k]} — base build"
+        done
+        read -r -a KINDS <<<"$(for k in "${KINDS[@]}"; do printf '%s %s~base ' "$k" "$k"; done)"
+fi
 
 # wrap KIND NAME WRAPPER...: a copy of KIND's bundle whose hook runs under WRAPPER.
 wrap() {
@@ -69,17 +102,23 @@ for h in c["hooks"][stage]:
 }
 
 # ---- CPU and wall time ---------------------------------------------------------------------------
-declare -A CPU=() WALL=()
+declare -A CPU=() WALL=() CPUR=()
 if [ -x "$BENCH_TIMED_RUN" ]; then
         for k in "${KINDS[@]}"; do wrap "$k" "t-$k" "$BENCH_TIMED_RUN" -o "$T/cnt-$k.t" --; done
         for ((r = 0; r < STARTS + 2; r++)); do
-                for k in "${KINDS[@]}"; do
+                # Odd rounds run the kinds backwards: no kind always follows the same one.
+                order=("${KINDS[@]}")
+                if ((r % 2)); then
+                        order=()
+                        for ((i = ${#KINDS[@]} - 1; i >= 0; i--)); do order+=("${KINDS[i]}"); done
+                fi
+                for k in "${order[@]}"; do
                         ${BR_PREP[$k]} >/dev/null 2>&1
                         read -r -t 0.2 -u "${_BENCH_PAUSE_FD:-0}" _ 2>/dev/null || sleep 0.2
                         rm -f "$T/cnt-$k.t"
                         _bench_run_once "$T/cnt-t-$k" || { echo "counts: $k: $_BENCH_RUN_ERR" >&2; continue; }
                         read -r w c _ <"$T/cnt-$k.t" || continue
-                        ((r >= 2)) && WALL[$k]+=" $w" CPU[$k]+=" $c"
+                        ((r >= 2)) && WALL[$k]+=" $w" CPU[$k]+=" $c" CPUR[$k]+=" $r:$c"
                 done
         done
 fi
@@ -120,8 +159,8 @@ if have_cmd valgrind; then
         done
 fi
 
-echo "| hook, one start of \`runc run /bin/true\` | CPU ms (median of $STARTS) | wall ms (median) | system calls | of them | instructions (M) | by program |"
-echo "|---|---:|---:|---:|---|---:|---|"
+echo "| hook, one start of \`runc run /bin/true\` | CPU ms (median of $STARTS) | wall ms (median) | Δ CPU vs base, per round (ms) | system calls | of them | instructions (M) | by program |"
+echo "|---|---:|---:|---:|---:|---|---:|---|"
 for k in "${KINDS[@]}"; do
         cpu=- wall=-
         if [ -n "${CPU[$k]:-}" ]; then
@@ -130,7 +169,16 @@ for k in "${KINDS[@]}"; do
         fi
         ins=-
         [ -n "${INS[$k]:-}" ] && ins=$(awk -v i="${INS[$k]}" 'BEGIN { printf "%.2f", i / 1e6 }')
-        echo "| ${BS_LABEL[$k]} | $cpu | $wall | ${SYS[$k]:--} | ${SYSTOP[$k]:-} | $ins | ${INSBY[$k]//_/ } |"
+        d=-
+        if [ -n "${CPUR[$k~base]:-}" ]; then
+                d=$(awk -v a="${CPUR[$k]}" -v b="${CPUR[$k~base]}" 'BEGIN {
+                        n = split(b, wb, " "); for (i = 1; i <= n; i++) { split(wb[i], p, ":"); base[p[1]] = p[2] }
+                        n = split(a, wa, " "); m = 0
+                        for (i = 1; i <= n; i++) { split(wa[i], p, ":"); if (p[1] in base) v[++m] = p[2] - base[p[1]] }
+                        for (i = 2; i <= m; i++) { t = v[i]; for (j = i - 1; j > 0 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
+                        if (m) printf "%+.2f", ((m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2) / 1000; else print "-" }')
+        fi
+        echo "| ${BS_LABEL[$k]} | $cpu | $wall | $d | ${SYS[$k]:--} | ${SYSTOP[$k]:-} | $ins | ${INSBY[$k]//_/ } |"
 done
 echo
 # GH_COUNTS_KEEP=DIR: the strace summaries and callgrind files stay there (callgrind_annotate them).
