@@ -40,6 +40,7 @@ static void usage(FILE *out)
                 "  --hooks-dir=DIR       hooks.d directories to check (default the standard two; repeatable)\n"
                 "  --mps-dir=DIR         where MPS groups live (default: the configuration's mps.dir)\n"
                 "  --cdi-dir=DIR         CDI spec directories (default /etc/cdi, /var/run/cdi; repeatable)\n"
+                "  --dev-char-path=DIR   where the /dev/char links are looked for (default /dev/char)\n"
                 "  --docker-config=FILE  dockerd's configuration (default /etc/docker/daemon.json)\n"
                 "  --cgroup-manager=systemd|cgroupfs  what manages the containers' cgroups (default: systemd\n"
                 "                        when /run/systemd/system exists)\n"
@@ -122,6 +123,7 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
                 { "cgroup-manager", required_argument, NULL, 'm' },
                 { "mps-dir", required_argument, NULL, 'M' },
                 { "docker-config", required_argument, NULL, 'K' },
+                { "dev-char-path", required_argument, NULL, 'C' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -165,6 +167,14 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
                         break;
                 case 'f': config = optarg; break;
                 case 'K': o.docker_config = optarg; break;
+                case 'C':
+                        if (optarg[0] != '/') {
+                                fprintf(stderr, "gpu-cli: doctor: --dev-char-path '%s' must be an absolute path\n",
+                                        optarg);
+                                return GH_EXIT_USAGE;
+                        }
+                        o.dev_char = optarg;
+                        break;
                 case 'M':
                         if (optarg[0] != '/') {
                                 fprintf(stderr, "gpu-cli: doctor: --mps-dir '%s' must be an absolute path\n", optarg);

@@ -27,4 +27,8 @@ int setup_containerd_edit(const char *path, const char *old, const char *runtime
 /* old -> new as a line diff; NULL stands for "no file". */
 void setup_print_diff(FILE *out, const char *path, const char *old, const char *new);
 
+/* gpu-cli setup dev-char-links (setup-devchar.c); argv[0] = "dev-char-links". */
+struct cli_globals;
+int cli_setup_dev_char(int argc, char **argv, const struct cli_globals *g);
+
 #endif

@@ -6,7 +6,7 @@
 # gcc-aarch64-linux-gnu is deliberately absent: it conflicts with gcc-multilib.
 GH_DEPS=(
         meson ninja-build pkg-config gcc clang
-        libelf-dev libtirpc-dev libcap-dev libjansson-dev libseccomp-dev
+        libelf-dev libtirpc-dev libcap-dev libjansson-dev libseccomp-dev libyaml-dev
         gcc-multilib libc6-dev-i386
         runc crun podman busybox-static bpftool debootstrap
         python3 file util-linux time patchelf valgrind

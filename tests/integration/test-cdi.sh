@@ -104,7 +104,7 @@ fi
 # ---------------------------------------------------------------------------------------------
 # list, --check
 
-t_is "$("$GPU_CLI" cdi list "$T/spec-default.json" | tr '\n' ' ')" \
+t_is "$("$GPU_CLI" cdi list --quiet "$T/spec-default.json" | tr '\n' ' ')" \
         "nvidia.com/gpu=0 nvidia.com/gpu=${UUIDS[0]} nvidia.com/gpu=1 nvidia.com/gpu=${UUIDS[1]} nvidia.com/gpu=all " \
         "cdi list FILE: the qualified device names"
 t_is "$("$GPU_CLI" cdi list --json "$T/spec-default.json" | json_get /dev/stdin 's["devices"][4]["name"] + " " + s["devices"][4]["spec"]')" \
