@@ -16,11 +16,11 @@
 # and, to find where podman's CDI time goes, podman with CDI specs cut down to their mounts, to their
 # hook, to their device nodes, and runc alone with the bundle podman would write for each path.
 #
-# More kinds: a file bench/engines-*.sh is sourced after the built-in kinds are set up; it calls
+# More kinds: each file engines-NAME.sh beside this script is sourced after the built-in kinds are set up; it calls
 #   bench_kind NAME BASELINE LABEL FUNCTION   (BASELINE: the no-GPU kind it is compared with, or "")
 # for each kind, where FUNCTION starts one container and returns its status, and may define
-# bench_extra_setup and bench_extra_teardown (called before the rounds and at exit).  The place for
-# the CRI kinds (containerd 1.7's CRI plugin with CDI) is bench/engines-cri.sh.
+# bench_extra_setup and bench_extra_teardown (called before the rounds and at exit).  The CRI kinds
+# (containerd 1.7's CRI plugin with CDI) have a benchmark of their own: bench/cri.sh.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 export GH_SOURCE_DIR=${GH_SOURCE_DIR:-$(dirname "$here")}

@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "discover.h"
 #include "container.h"
-#include "mps-daemon.h"
+#include "json.h"
+#include "mps-clients.h"
 #include "oci.h"
 #include "rootfs.h"
 #include "snapshot.h"
@@ -53,80 +55,28 @@ static void ps_usage(FILE *out)
 
 /* ---- MPS groups: their clients, attributed to containers like GPU processes ---- */
 
-struct mps_client {
-        pid_t pid;
-        struct gh_proc_owner owner;
-};
-
-struct mps_row {
-        struct gh_mps_group group;
-        struct mps_client *clients;
-        size_t n;
-};
-
-static void mps_rows_free(struct mps_row *rows, size_t n)
+/* Every group under dir with its clients (lib/ops/mps-clients.c).  Groups that cannot be read are
+ * left out; a missing driver control program leaves every client list empty (said on stderr). */
+static int mps_load(const struct cli_globals *g, const char *dir, const char *const *state_dirs,
+                    struct gh_mps_usage **out, size_t *nout)
 {
-        for (size_t i = 0; rows && i < n; i++)
-                free(rows[i].clients);
-        free(rows);
-}
-
-/* Every group under dir with its clients.  Groups that cannot be read are left out; a missing driver
- * control program leaves every client list empty (said on stderr). */
-static int mps_load(const struct cli_globals *g, const char *dir, const char *const *state_dirs, struct mps_row **out,
-                    size_t *nout)
-{
-        _cleanup_free_ struct gh_mps_group *groups = NULL;
         _cleanup_free_ char *control = NULL;
         _cleanup_error_ gh_error_t err = NULL;
         _cleanup_close_ int rootfd = -1;
-        struct mps_row *rows;
-        size_t n = 0;
 
-        *out = NULL;
-        *nout = 0;
-        if (gh_mps_list(dir, &groups, &n, &err) < 0) {
-                fprintf(stderr, "gpu-cli: ps: MPS groups: %s\n", err->msg);
-                return 0;
-        }
-        if (n == 0)
-                return 0;
-        rows = calloc(n, sizeof(*rows));
-        if (rows == NULL)
-                return -1;
-        rootfd = gh_rootfs_open(g->root, &err);
+        rootfd = gh_driver_root_open(g->root, &err);
         if (rootfd < 0 || gh_mps_find_control(rootfd, g->root, g->ldcache, &control, &err) < 0) {
                 fprintf(stderr, "gpu-cli: ps: MPS clients not listed: %s\n", err->msg);
                 gh_error_free(&err);
         }
-        for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ pid_t *pids = NULL;
-                _cleanup_error_ gh_error_t e = NULL;
-                size_t np = 0;
-                rows[i].group = groups[i];
-                if (!groups[i].alive || control == NULL ||
-                    gh_mps_clients(dir, groups[i].name, control, &pids, &np, &e) < 0 || np == 0)
-                        continue;
-                rows[i].clients = calloc(np, sizeof(struct mps_client));
-                if (rows[i].clients == NULL) {
-                        mps_rows_free(rows, n);
-                        return -1;
-                }
-                for (size_t k = 0; k < np; k++) {
-                        _cleanup_error_ gh_error_t e2 = NULL;
-                        struct mps_client *c = &rows[i].clients[rows[i].n];
-                        c->pid = pids[k];
-                        if (gh_proc_owner(pids[k], state_dirs, &c->owner, &e2) < 0)
-                                continue; /* gone meanwhile */
-                        rows[i].n++;
-                }
+        if (gh_mps_usage_load(dir, control, state_dirs, out, nout, &err) < 0) {
+                fprintf(stderr, "gpu-cli: ps: MPS groups: %s\n", err->msg);
+                return err->code == ENOMEM ? -1 : 0;
         }
-        *out = rows;
-        *nout = n;
         return 0;
 }
 
-static json_t *mps_json(const struct mps_row *rows, size_t n)
+static json_t *mps_json(const struct gh_mps_usage *rows, size_t n)
 {
         json_t *arr = json_array();
 
@@ -158,7 +108,7 @@ static json_t *mps_json(const struct mps_row *rows, size_t n)
         return arr;
 }
 
-static void mps_table(const struct mps_row *rows, size_t n, bool no_trunc, FILE *out)
+static void mps_table(const struct gh_mps_usage *rows, size_t n, bool no_trunc, FILE *out)
 {
         if (n == 0)
                 return;
@@ -186,13 +136,10 @@ static const char *proc_type(const struct gh_gpu_proc *p)
         return p->compute && p->graphics ? "C+G" : p->graphics ? "G" : "C";
 }
 
-static json_t *int_or_null(long long v, bool known) { return known ? json_integer(v) : json_null(); }
-
-static int print_json(const struct gh_gpu_list *list, const struct mps_row *mps, size_t nmps)
+static int print_json(const struct gh_gpu_list *list, const struct gh_mps_usage *mps, size_t nmps)
 {
         _cleanup_json_ json_t *root = json_object();
         json_t *gpus = json_array();
-        _cleanup_free_ char *text = NULL;
 
         if (root == NULL || gpus == NULL)
                 return -1;
@@ -205,14 +152,14 @@ static int print_json(const struct gh_gpu_list *list, const struct mps_row *mps,
                 json_object_set_new(o, "index", json_integer(gpu->index));
                 json_object_set_new(o, "uuid", json_string(gpu->uuid));
                 json_object_set_new(o, "model", json_string(gpu->model));
-                json_object_set_new(o, "utilization_gpu", int_or_null(u->gpu_util, u->gpu_util >= 0));
-                json_object_set_new(o, "utilization_memory", int_or_null(u->mem_util, u->mem_util >= 0));
+                json_object_set_new(o, "utilization_gpu", gh_json_int_or_null(u->gpu_util, u->gpu_util >= 0));
+                json_object_set_new(o, "utilization_memory", gh_json_int_or_null(u->mem_util, u->mem_util >= 0));
                 json_object_set_new(o, "memory_used_bytes",
-                                    int_or_null((long long) u->mem_used, u->mem_used != GH_UNKNOWN_U64));
+                                    gh_json_int_or_null((long long) u->mem_used, u->mem_used != GH_UNKNOWN_U64));
                 json_object_set_new(o, "memory_total_bytes",
-                                    int_or_null((long long) u->mem_total, u->mem_total != GH_UNKNOWN_U64));
-                json_object_set_new(o, "temperature_c", int_or_null(u->temperature_c, u->temperature_c >= 0));
-                json_object_set_new(o, "power_mw", int_or_null(u->power_mw, u->power_mw >= 0));
+                                    gh_json_int_or_null((long long) u->mem_total, u->mem_total != GH_UNKNOWN_U64));
+                json_object_set_new(o, "temperature_c", gh_json_int_or_null(u->temperature_c, u->temperature_c >= 0));
+                json_object_set_new(o, "power_mw", gh_json_int_or_null(u->power_mw, u->power_mw >= 0));
                 for (size_t i = 0; i < u->nprocs; i++) {
                         const struct gh_gpu_proc *p = &u->procs[i];
                         json_t *po = json_object(), *c = json_null();
@@ -223,12 +170,14 @@ static int print_json(const struct gh_gpu_list *list, const struct mps_row *mps,
                         }
                         json_object_set_new(po, "pid", json_integer(p->pid));
                         json_object_set_new(po, "container", c);
-                        json_object_set_new(po, "container_pid", int_or_null(p->owner.ns_pid, p->owner.in_container));
+                        json_object_set_new(po, "container_pid",
+                                            gh_json_int_or_null(p->owner.ns_pid, p->owner.in_container));
                         json_object_set_new(po, "type", json_string(proc_type(p)));
-                        json_object_set_new(po, "used_memory_bytes",
-                                            int_or_null((long long) p->used_memory, p->used_memory != GH_UNKNOWN_U64));
-                        json_object_set_new(po, "sm_util", int_or_null(p->sm_util, p->sm_util >= 0));
-                        json_object_set_new(po, "mem_util", int_or_null(p->mem_util, p->mem_util >= 0));
+                        json_object_set_new(
+                                po, "used_memory_bytes",
+                                gh_json_int_or_null((long long) p->used_memory, p->used_memory != GH_UNKNOWN_U64));
+                        json_object_set_new(po, "sm_util", gh_json_int_or_null(p->sm_util, p->sm_util >= 0));
+                        json_object_set_new(po, "mem_util", gh_json_int_or_null(p->mem_util, p->mem_util >= 0));
                         json_object_set_new(po, "command", json_string(p->owner.comm));
                         json_array_append_new(procs, po);
                 }
@@ -236,11 +185,7 @@ static int print_json(const struct gh_gpu_list *list, const struct mps_row *mps,
                 json_array_append_new(gpus, o);
         }
         json_object_set_new(root, "mps_groups", mps_json(mps, nmps));
-        text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        if (text == NULL)
-                return -1;
-        puts(text);
-        return 0;
+        return gh_json_print(steal_pointer(&root));
 }
 
 static void percent(int v, char *buf, size_t size)
@@ -377,7 +322,7 @@ int cmd_ps(int argc, char **argv, const struct cli_globals *g)
         long iterations = 0;
         int interval = 0, r;
         const char *mps_dir = GH_MPS_DEFAULT_DIR;
-        struct mps_row *mps = NULL;
+        struct gh_mps_usage *mps = NULL;
         size_t nmps = 0;
 
         r = parse_common(argc, argv, "ps", &json, &no_trunc, &uo, &interval, &sort, &iterations, &mps_dir);
@@ -397,11 +342,11 @@ int cmd_ps(int argc, char **argv, const struct cli_globals *g)
                 print_table(&list, CLI_SORT_GPU, no_trunc, 0, stdout);
                 mps_table(mps, nmps, no_trunc, stdout);
         } else if (print_json(&list, mps, nmps) < 0) {
-                mps_rows_free(mps, nmps);
+                gh_mps_usage_free(mps, nmps);
                 fprintf(stderr, "gpu-cli: ps: out of memory writing JSON\n");
                 return GH_EXIT_FAILURE;
         }
-        mps_rows_free(mps, nmps);
+        gh_mps_usage_free(mps, nmps);
         if (fflush(stdout) != 0) {
                 fprintf(stderr, "gpu-cli: ps: writing the output: %m\n");
                 return GH_EXIT_FAILURE;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "discover.h"
 #include "container.h"
 #include "rootfs.h"
 #include "service.h"
@@ -46,18 +47,16 @@ int cli_usage_load(const struct cli_globals *g, const struct cli_usage_opts *o, 
 
         gopts.with_usage = true;
         gopts.timeout_ms = o->timeout_ms;
-        if (g->user != NULL && gh_service_parse_user(g->user, &gopts.uid, &gopts.gid, &err) < 0) {
-                fprintf(stderr, "gpu-cli: %s\n", err->msg);
-                return GH_EXIT_USAGE;
-        }
-        rootfd = gh_rootfs_open(g->root, &err);
+        gopts.uid = g->uid;
+        gopts.gid = g->gid;
+        rootfd = gh_driver_root_open(g->root, &err);
         if (rootfd < 0) {
                 fprintf(stderr, "gpu-cli: %s: %s; check --root\n", cmd, err->msg);
-                return GH_EXIT_NO_DRIVER;
+                return gh_error_exit_status(err);
         }
         if (gh_gpus_driver_version(rootfd, version, sizeof(version), &err) < 0) {
                 fprintf(stderr, "gpu-cli: %s: %s\n", cmd, err->msg);
-                return err->code == ENOENT || err->code == ENOTDIR ? GH_EXIT_NO_DRIVER : gh_error_exit_status(err);
+                return gh_error_exit_status(err);
         }
         if (gh_gpus_load(rootfd, &gopts, list, &err) < 0) {
                 fprintf(stderr, "gpu-cli: %s: %s; check the driver with 'gpu-cli doctor'\n", cmd, err->msg);

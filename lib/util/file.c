@@ -73,7 +73,7 @@ static int open_parent(int dirfd, const char *path, unsigned flags, char **dir, 
         *dir = NULL;
         *base = slash ? slash + 1 : path;
         if (**base == '\0' || strcmp(*base, ".") == 0 || strcmp(*base, "..") == 0)
-                return gh_err(err, 0, "'%s' names a directory; give a file name", path), gh_err_kind(err, GH_ERR_USAGE);
+                return gh_err_usage(err, "'%s' names a directory; give a file name", path);
         *dir = slash == NULL ? strdup(".") : slash == path ? strdup("/") : strndup(path, (size_t) (slash - path));
         if (*dir == NULL)
                 return gh_err(err, ENOMEM, "writing %s", path);
