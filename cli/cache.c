@@ -26,7 +26,7 @@ static void usage(FILE *out)
                 "\n"
                 "  refresh    ask NVML now and save the answer (run at boot and after driver or MIG changes)\n"
                 "  show       say whether the cache holds for the driver as it is now, then print it\n"
-                "  clear      remove it (the next query that needs NVML fills it again)\n"
+                "  clear      remove it and the plans kept with it (the next query that needs NVML fills it again)\n"
                 "  fingerprint  print what the cache is keyed on, as it is now; with --repeat=N, compute it N\n"
                 "             times and print the median time (what every container start pays on a hit)\n"
                 "  unpin      unpin the cgroup v2 device programs kept for reuse in " GH_CGROUP_BPF_PIN_DIR "\n"
