@@ -7,6 +7,7 @@
 #                                          gpu-cli, load
 #   bench_starts ROOT TEMPLATE [LDCACHE]   the kinds below in shuffled rounds (bench_rounds), a fresh
 #                                          copy of TEMPLATE as every start's rootfs; prints the table
+#   bench_starts_prepare ROOT TEMPLATE [LDCACHE]  the same kinds and bundles, nothing started
 #   bench_starts_phases                    medians of the phases gpu-hook and cdi-hook logged on
 #                                          those starts (warm-up starts left out)
 #   bench_starts_rss [RUNS]                peak RSS per kind, GNU time around the hook in its place
@@ -80,6 +81,16 @@ PY
 
 # bench_starts ROOT TEMPLATE [LDCACHE]
 bench_starts() {
+        local k
+        bench_starts_prepare "$@" || return 1
+        bench_rounds
+        for k in "${BS_KINDS[@]}"; do bench_rounds_row "$k" "${BS_LABEL[$k]}"; done
+        bench_rounds_print
+}
+
+# bench_starts_prepare ROOT TEMPLATE [LDCACHE]: the bundles and kinds of BS_KINDS (bench_kind), the
+# warm cache filled; nothing is started.  bench/counts.sh uses them one start at a time.
+bench_starts_prepare() {
         local k b cdi_err="" gpu_env=(NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility)
         BS_ROOT=$1 BS_TEMPLATE=$2 BS_LDCACHE=${3:-}
         BS_APPLY=${BS_APPLY:-$GH_SOURCE_DIR/tests/helpers/cdi-apply.py}
@@ -125,9 +136,7 @@ bench_starts() {
         [ -n "$BS_LDCACHE" ] && refresh+=("--ldcache=$BS_LDCACHE")
         "${refresh[@]}" cache refresh >/dev/null 2>"$T/bs-refresh.err" ||
                 echo "bench: cache refresh failed: $(tail -n 1 "$T/bs-refresh.err")" >&2
-        bench_rounds
-        for k in "${BS_KINDS[@]}"; do bench_rounds_row "$k" "${BS_LABEL[$k]}"; done
-        bench_rounds_print
+        return 0
 }
 
 # _bs_cdi_log_arg SPEC LOG: when this gpu-cli's cdi-hook can log its phases (--log=FILE), the spec's

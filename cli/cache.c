@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cgroup.h"
 #include "cleanup.h"
 #include "discover.h"
 #include "cli.h"
@@ -17,7 +18,7 @@
 static void usage(FILE *out)
 {
         fprintf(out,
-                "Usage: gpu-cli [GLOBAL OPTIONS] cache refresh|show|clear|fingerprint [--timeout=SECONDS] [--repeat=N]\n"
+                "Usage: gpu-cli [GLOBAL OPTIONS] cache refresh|show|clear|fingerprint|unpin [--timeout=SECONDS] [--repeat=N]\n"
                 "\n"
                 "The driver-state cache keeps NVML's answers (CUDA version, brand, architecture, MIG devices)\n"
                 "so that container starts need no NVML while the driver is unchanged.  It lives in\n"
@@ -25,9 +26,11 @@ static void usage(FILE *out)
                 "\n"
                 "  refresh    ask NVML now and save the answer (run at boot and after driver or MIG changes)\n"
                 "  show       say whether the cache holds for the driver as it is now, then print it\n"
-                "  clear      remove it (the next query that needs NVML fills it again)\n"
+                "  clear      remove it and the plans kept with it (the next query that needs NVML fills it again)\n"
                 "  fingerprint  print what the cache is keyed on, as it is now; with --repeat=N, compute it N\n"
                 "             times and print the median time (what every container start pays on a hit)\n"
+                "  unpin      unpin the cgroup v2 device programs kept for reuse in " GH_CGROUP_BPF_PIN_DIR "\n"
+                "             (containers keep theirs; the next start loads and pins again)\n"
                 "  --timeout=SECONDS  how long to wait for each NVML answer (refresh; default 5)\n"
                 "\n"
                 "Exit status: 0 success (show: the cache holds), 1 failure (show: missing, stale or ignored),\n"
@@ -189,14 +192,24 @@ int cmd_cache(int argc, char **argv, const struct cli_globals *g)
                 }
         }
         if (optind + 1 != argc) {
-                fprintf(stderr, "gpu-cli: cache: say refresh, show or clear; see 'gpu-cli cache --help'\n");
+                fprintf(stderr,
+                        "gpu-cli: cache: say refresh, show, clear, fingerprint or unpin; see 'gpu-cli cache --help'\n");
                 return GH_EXIT_USAGE;
         }
         action = argv[optind];
         if (strcmp(action, "fingerprint") == 0)
                 return fingerprint(g, repeat);
+        if (strcmp(action, "unpin") == 0) {
+                int n = gh_cgroup_bpf_forget(&err);
+                if (n < 0) {
+                        fprintf(stderr, "gpu-cli: cache unpin: %s\n", err->msg);
+                        return GH_EXIT_FAILURE;
+                }
+                printf("unpinned %d device program(s)\n", n);
+                return GH_EXIT_OK;
+        }
         if (strcmp(action, "refresh") != 0 && strcmp(action, "show") != 0 && strcmp(action, "clear") != 0) {
-                fprintf(stderr, "gpu-cli: cache: unknown action '%s'; use refresh, show, clear or fingerprint\n",
+                fprintf(stderr, "gpu-cli: cache: unknown action '%s'; use refresh, show, clear, fingerprint or unpin\n",
                         action);
                 return GH_EXIT_USAGE;
         }

@@ -84,6 +84,15 @@ int gh_cgroup_find_mount(FILE *mountinfo, enum gh_cgroup_version version, const 
  * nothing.  Refuses programs it cannot reload faithfully (maps, helper calls, subprograms). */
 int gh_cgroup_bpf_allow(int cgfd, const char *name, const struct gh_dev_rule *rules, size_t n, gh_error_t *err);
 
+/* Where cgroup v2 device programs are pinned for reuse (lib/core/cgroup-bpf.c), at most
+ * GH_CGROUP_BPF_PINS of them; only used when its parent is a bpffs.  set_pin_dir: another directory
+ * (tests), NULL: no reuse.  forget: unpins them all (the programs stay on the cgroups they are
+ * attached to) and removes the directory; returns how many, or -1. */
+#define GH_CGROUP_BPF_PIN_DIR "/sys/fs/bpf/gpu-hook"
+#define GH_CGROUP_BPF_PINS 64
+void gh_cgroup_bpf_set_pin_dir(const char *dir);
+int gh_cgroup_bpf_forget(gh_error_t *err);
+
 /* Number of BPF_CGROUP_DEVICE programs attached to the cgroup itself (not inherited), and its
  * attach flags (BPF_F_ALLOW_MULTI...).  For tests and debug output. */
 int gh_cgroup_bpf_count(int cgfd, unsigned *flags, gh_error_t *err);

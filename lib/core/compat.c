@@ -88,8 +88,8 @@ int gh_cuda_compat_parse_note(const char *json, size_t len, struct gh_cuda_compa
                         goto out;
                 }
                 for (int e = doc.v[drv].child; e >= 0; e = doc.v[e].next) {
-                        unsigned long b;
-                        if (gh_json_uint(&doc, e, 100000, &b) < 0) {
+                        long long b;
+                        if (gh_json_integer(&doc, e, &b) < 0 || b < 0 || b > 100000) {
                                 gh_err(err, 0,
                                        "its " GH_CUDA_COMPAT_NOTE_SECTION
                                        " note lists a driver branch that is not a number");

@@ -507,10 +507,10 @@ static int find_loader_files(struct ctx *c, gh_error_t *err)
 static int find_ipcs(struct ctx *c, gh_error_t *err)
 {
         if ((c->caps & GH_CAP_UTILITY) && !c->opts->no_persistenced &&
-            add_ipc(c, "/run/nvidia-persistenced/socket", S_IFSOCK, GH_CAP_UTILITY, err) < 0)
+            add_ipc(c, GH_DRIVER_PERSISTENCED_SOCKET, S_IFSOCK, GH_CAP_UTILITY, err) < 0)
                 return -1;
         if ((c->caps & GH_CAP_UTILITY) && !c->opts->no_fabricmanager &&
-            add_ipc(c, "/run/nvidia-fabricmanager/socket", S_IFSOCK, GH_CAP_UTILITY, err) < 0)
+            add_ipc(c, GH_DRIVER_FABRICMANAGER_SOCKET, S_IFSOCK, GH_CAP_UTILITY, err) < 0)
                 return -1;
         if ((c->caps & GH_CAP_COMPUTE) &&
             add_ipc(c, c->opts->mps_pipe_dir ? c->opts->mps_pipe_dir : GH_DRIVER_DEFAULT_MPS_PIPE_DIR, S_IFDIR,

@@ -34,6 +34,8 @@
 #define GH_DRIVER_DEFAULT_LDCACHE "/etc/ld.so.cache"
 #define GH_DRIVER_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define GH_DRIVER_DEFAULT_MPS_PIPE_DIR "/tmp/nvidia-mps"
+#define GH_DRIVER_PERSISTENCED_SOCKET "/run/nvidia-persistenced/socket"
+#define GH_DRIVER_FABRICMANAGER_SOCKET "/run/nvidia-fabricmanager/socket"
 
 struct gh_driver_opts {
         unsigned caps;            /* GH_CAP_* wanted (implications applied here); compat32 adds i386 */

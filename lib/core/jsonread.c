@@ -10,7 +10,10 @@ struct parser {
         const char *s;
         size_t len, pos;
         struct gh_json *doc;
-        const char *why; /* the first error */
+        const char *why;         /* the first error */
+        const char *const *keep; /* gh_jsonread_parse_only's paths; NULL: keep everything */
+        char path[256];          /* the dotted path of the member being parsed */
+        size_t plen;
 };
 
 static int fail(struct parser *p, const char *why)
@@ -63,6 +66,8 @@ static int hex4(struct parser *p, unsigned *out)
 
 static size_t put_utf8(char *o, unsigned cp)
 {
+        if (o == NULL)
+                return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
         if (cp < 0x80) {
                 o[0] = (char) cp;
                 return 1;
@@ -85,19 +90,26 @@ static size_t put_utf8(char *o, unsigned cp)
         return 4;
 }
 
-/* A string at p->pos (the opening quote), decoded into a new allocation.  An escape never makes
- * the text longer than its source, so the source length bounds the result. */
+#define PUT(c)                                                                                                         \
+        do {                                                                                                           \
+                if (o != NULL)                                                                                         \
+                        o[n] = (c);                                                                                    \
+                n++;                                                                                                   \
+        } while (0)
+
+/* A string at p->pos (the opening quote), decoded into a new allocation (out NULL: checked the same
+ * way, not kept).  An escape never makes the text longer than its source, so the source length
+ * bounds the result. */
 static int parse_string(struct parser *p, char **out)
 {
         size_t start = ++p->pos, n = 0;
-        char *o;
+        char *o = NULL;
 
         while (p->pos < p->len && p->s[p->pos] != '"')
                 p->pos += p->s[p->pos] == '\\' ? 2 : 1;
         if (p->pos >= p->len)
                 return fail(p, "a string does not end");
-        o = malloc(p->pos - start + 1);
-        if (o == NULL)
+        if (out != NULL && (o = malloc(p->pos - start + 1)) == NULL)
                 return fail(p, "out of memory");
         p->pos = start;
         while (p->s[p->pos] != '"') {
@@ -108,18 +120,18 @@ static int parse_string(struct parser *p, char **out)
                         return fail(p, "a control character in a string");
                 }
                 if (c != '\\') {
-                        o[n++] = (char) c;
+                        PUT((char) c);
                         continue;
                 }
                 switch (p->s[p->pos++]) {
-                case '"': o[n++] = '"'; break;
-                case '\\': o[n++] = '\\'; break;
-                case '/': o[n++] = '/'; break;
-                case 'b': o[n++] = '\b'; break;
-                case 'f': o[n++] = '\f'; break;
-                case 'n': o[n++] = '\n'; break;
-                case 'r': o[n++] = '\r'; break;
-                case 't': o[n++] = '\t'; break;
+                case '"': PUT('"'); break;
+                case '\\': PUT('\\'); break;
+                case '/': PUT('/'); break;
+                case 'b': PUT('\b'); break;
+                case 'f': PUT('\f'); break;
+                case 'n': PUT('\n'); break;
+                case 'r': PUT('\r'); break;
+                case 't': PUT('\t'); break;
                 case 'u':
                         if (hex4(p, &cp) < 0)
                                 break;
@@ -143,7 +155,7 @@ static int parse_string(struct parser *p, char **out)
                                 fail(p, "a NUL (\\u0000) in a string");
                                 break;
                         }
-                        n += put_utf8(o + n, cp);
+                        n += put_utf8(o ? o + n : NULL, cp);
                         break;
                 default: fail(p, "an unknown escape in a string");
                 }
@@ -153,10 +165,13 @@ static int parse_string(struct parser *p, char **out)
                 }
         }
         p->pos++;
-        o[n] = '\0';
-        *out = o;
+        if (o != NULL) {
+                o[n] = '\0';
+                *out = o;
+        }
         return 0;
 }
+#undef PUT
 
 static bool digits(struct parser *p)
 {
@@ -189,10 +204,26 @@ static int parse_number(struct parser *p)
         return 0;
 }
 
-static int parse_value(struct parser *p, int depth);
+static int parse_value(struct parser *p, int depth, bool keep);
 
-/* The elements (arrays) or members (objects) of node, up to the closing bracket. */
-static int parse_container(struct parser *p, int node, bool object, int depth)
+/* Whether the member at the dotted path p->path is kept: it lies on or below one of the paths asked
+ * for, or above one. */
+static bool wanted(const struct parser *p)
+{
+        if (p->keep == NULL)
+                return true;
+        for (const char *const *k = p->keep; *k != NULL; k++) {
+                size_t kl = strlen(*k), n = kl < p->plen ? kl : p->plen;
+                if (strncmp(*k, p->path, n) == 0 &&
+                    (kl == p->plen || (kl < p->plen ? p->path[kl] : (*k)[p->plen]) == '.'))
+                        return true;
+        }
+        return false;
+}
+
+/* The elements (arrays) or members (objects) of node, up to the closing bracket.  Not keep: checked
+ * the same way, nothing stored (node is meaningless). */
+static int parse_container(struct parser *p, int node, bool object, int depth, bool keep)
 {
         int last = -1;
         char close = object ? '}' : ']';
@@ -213,9 +244,9 @@ static int parse_container(struct parser *p, int node, bool object, int depth)
                 if (object) {
                         if (p->pos >= p->len || p->s[p->pos] != '"')
                                 return fail(p, "an object member needs a string name");
-                        if (parse_string(p, &key) < 0)
+                        if (parse_string(p, keep ? &key : NULL) < 0)
                                 return -1;
-                        for (int c = p->doc->v[node].child; c >= 0; c = p->doc->v[c].next)
+                        for (int c = keep ? p->doc->v[node].child : -1; c >= 0; c = p->doc->v[c].next)
                                 if (strcmp(p->doc->v[c].key, key) == 0) {
                                         free(key);
                                         return fail(p, "a duplicate key in an object");
@@ -227,10 +258,30 @@ static int parse_container(struct parser *p, int node, bool object, int depth)
                         }
                         p->pos++;
                 }
-                child = parse_value(p, depth + 1);
-                if (child < 0) {
-                        free(key);
-                        return -1;
+                {
+                        size_t saved = p->plen;
+                        bool keep_child = keep;
+                        if (object && keep && p->keep != NULL) {
+                                size_t kl = strlen(key);
+                                if (p->plen + 1 + kl >= sizeof(p->path)) {
+                                        keep_child = false; /* deeper than any path asked for */
+                                } else {
+                                        if (p->plen > 0)
+                                                p->path[p->plen++] = '.';
+                                        memcpy(p->path + p->plen, key, kl + 1);
+                                        p->plen += kl;
+                                        keep_child = wanted(p);
+                                }
+                        }
+                        child = parse_value(p, depth + 1, keep_child);
+                        p->plen = saved;
+                        p->path[saved] = '\0';
+                        if (child < 0 || !keep_child) {
+                                free(key);
+                                if (child < 0)
+                                        return -1;
+                                goto next;
+                        }
                 }
                 p->doc->v[child].key = key;
                 if (last < 0)
@@ -238,6 +289,7 @@ static int parse_container(struct parser *p, int node, bool object, int depth)
                 else
                         p->doc->v[last].next = child;
                 last = child;
+        next:
                 skip_ws(p);
                 if (p->pos < p->len && p->s[p->pos] == ',') {
                         p->pos++;
@@ -251,7 +303,7 @@ static int parse_container(struct parser *p, int node, bool object, int depth)
         }
 }
 
-static int parse_value(struct parser *p, int depth)
+static int parse_value(struct parser *p, int depth, bool keep)
 {
         static const struct {
                 const char *word;
@@ -269,13 +321,15 @@ static int parse_value(struct parser *p, int depth)
                 return fail(p, "a value is missing");
         c = p->s[p->pos];
         if (c == '{' || c == '[') {
-                node = new_node(p, c == '{' ? GH_JSON_OBJECT : GH_JSON_ARRAY);
-                return node < 0 || parse_container(p, node, c == '{', depth) < 0 ? -1 : node;
+                node = keep ? new_node(p, c == '{' ? GH_JSON_OBJECT : GH_JSON_ARRAY) : 0;
+                return node < 0 || parse_container(p, node, c == '{', depth, keep) < 0 ? -1 : node;
         }
         if (c == '"') {
                 char *s = NULL;
-                if (parse_string(p, &s) < 0)
+                if (parse_string(p, keep ? &s : NULL) < 0)
                         return -1;
+                if (!keep)
+                        return 0;
                 node = new_node(p, GH_JSON_STRING);
                 if (node < 0) {
                         free(s);
@@ -286,19 +340,27 @@ static int parse_value(struct parser *p, int depth)
         }
         if (c == '-' || (c >= '0' && c <= '9')) {
                 size_t start = p->pos;
-                int n;
-                if (parse_number(p) < 0 || (n = new_node(p, GH_JSON_NUMBER)) < 0)
+                char *text;
+                if (parse_number(p) < 0)
                         return -1;
-                /* the number as written, for callers that read integers (gh_json_uint) */
-                if ((p->doc->v[n].str = strndup(p->s + start, p->pos - start)) == NULL)
+                if (!keep)
+                        return 0;
+                /* Its text, for a reader that wants the value (gh_json_integer). */
+                if ((text = strndup(p->s + start, p->pos - start)) == NULL)
                         return fail(p, "out of memory");
-                return n;
+                node = new_node(p, GH_JSON_NUMBER);
+                if (node < 0) {
+                        free(text);
+                        return -1;
+                }
+                p->doc->v[node].str = text;
+                return node;
         }
         for (size_t i = 0; i < sizeof(literals) / sizeof(literals[0]); i++) {
                 size_t n = strlen(literals[i].word);
                 if (p->len - p->pos >= n && memcmp(p->s + p->pos, literals[i].word, n) == 0) {
                         p->pos += n;
-                        return new_node(p, literals[i].type);
+                        return keep ? new_node(p, literals[i].type) : 0;
                 }
         }
         return fail(p, "an unexpected character");
@@ -306,11 +368,16 @@ static int parse_value(struct parser *p, int depth)
 
 int gh_jsonread_parse(const char *text, size_t len, struct gh_json *doc, gh_error_t *err)
 {
-        struct parser p = { .s = text, .len = len, .doc = doc };
+        return gh_jsonread_parse_only(text, len, NULL, doc, err);
+}
+
+int gh_jsonread_parse_only(const char *text, size_t len, const char *const *keep, struct gh_json *doc, gh_error_t *err)
+{
+        struct parser p = { .s = text, .len = len, .doc = doc, .keep = keep };
         size_t line = 1, col = 1;
 
         memset(doc, 0, sizeof(*doc));
-        if (parse_value(&p, 0) >= 0) {
+        if (parse_value(&p, 0, true) >= 0) {
                 skip_ws(&p);
                 if (p.pos == p.len)
                         return 0;
@@ -339,20 +406,17 @@ int gh_json_get(const struct gh_json *doc, int obj, const char *key)
         return -1;
 }
 
-int gh_json_uint(const struct gh_json *doc, int i, unsigned long max, unsigned long *out)
+int gh_json_integer(const struct gh_json *doc, int node, long long *out)
 {
-        const char *s;
-        unsigned long v = 0;
+        const char *t;
+        char *end;
 
-        if (i < 0 || (size_t) i >= doc->n || doc->v[i].type != GH_JSON_NUMBER || (s = doc->v[i].str) == NULL ||
-            *s == '\0' || strspn(s, "0123456789") != strlen(s) || strlen(s) > 9)
+        if (node < 0 || (size_t) node >= doc->n || doc->v[node].type != GH_JSON_NUMBER ||
+            (t = doc->v[node].str) == NULL || strpbrk(t, ".eE") != NULL)
                 return -1;
-        for (; *s; s++)
-                v = v * 10 + (unsigned long) (*s - '0');
-        if (v > max)
-                return -1;
-        *out = v;
-        return 0;
+        errno = 0;
+        *out = strtoll(t, &end, 10);
+        return errno == 0 && *end == '\0' ? 0 : -1;
 }
 
 void gh_json_free(struct gh_json *doc)

@@ -2,7 +2,7 @@
  * document (RFC 8259: objects, arrays, strings with every escape, numbers, literals) into a flat
  * tree of nodes, refusing duplicate keys in an object, a NUL in a string, raw control characters,
  * nesting deeper than GH_JSON_MAX_DEPTH and anything after the value.  Used for the driver's
- * loader files (loaders.c). */
+ * loader files (loaders.c) and by cdi-hook for config.json (gh_jsonread_parse_only). */
 #ifndef GH_JSONREAD_H
 #define GH_JSONREAD_H
 
@@ -17,7 +17,7 @@ enum gh_json_type { GH_JSON_NULL, GH_JSON_BOOL, GH_JSON_NUMBER, GH_JSON_STRING, 
 struct gh_json_node {
         enum gh_json_type type;
         char *key; /* a member of an object: its name (decoded) */
-        char *str; /* STRING: the decoded value, NUL-terminated; NUMBER: the number as written */
+        char *str; /* STRING: the decoded value, NUL-terminated; NUMBER: its text */
         int child; /* ARRAY, OBJECT: the first element, -1 when empty */
         int next;  /* the next element of the parent, -1 at the end */
 };
@@ -29,11 +29,17 @@ struct gh_json {
 
 int gh_jsonread_parse(const char *text, size_t len, struct gh_json *doc, gh_error_t *err);
 
+/* The same, keeping only the members on the dotted paths in keep (NULL-terminated; "root.path",
+ * "linux.devices": everything below them, and the objects above) and the document's top value;
+ * the rest is checked as strictly (a duplicate key in what is dropped is not looked for) but neither
+ * decoded nor stored.  What a hook that needs three fields of a large config.json reads. */
+int gh_jsonread_parse_only(const char *text, size_t len, const char *const *keep, struct gh_json *doc, gh_error_t *err);
+
 /* The member `key` of object node obj, -1 when absent (or obj is no object). */
 int gh_json_get(const struct gh_json *doc, int obj, const char *key);
 
-/* Node i as an unsigned integer (a NUMBER written as plain digits, at most max): 0, or -1. */
-int gh_json_uint(const struct gh_json *doc, int i, unsigned long max, unsigned long *out);
+/* A NUMBER node that is an integer (no fraction, no exponent) fitting a long long; -1 otherwise. */
+int gh_json_integer(const struct gh_json *doc, int node, long long *out);
 
 void gh_json_free(struct gh_json *doc);
 

@@ -180,7 +180,9 @@ void gh_ldcache_close(struct gh_ldcache *cache)
 {
         if (cache == NULL)
                 return;
-        if (cache->map != NULL && cache->map != MAP_FAILED)
+        if (cache->heap)
+                free(cache->map);
+        else if (cache->map != NULL && cache->map != MAP_FAILED)
                 munmap(cache->map, cache->size);
         free(cache->entries);
         free(cache->name);
@@ -212,6 +214,32 @@ int gh_ldcache_open(int fd, const char *name, struct gh_ldcache **out, gh_error_
                 c->map = NULL;
                 gh_ldcache_close(c);
                 return gh_err(err, e, "mapping ld.so cache %s", name);
+        }
+        if (parse(c, err) < 0) {
+                gh_ldcache_close(c);
+                return gh_err_wrap(err, "ld.so cache %s is corrupt (regenerate it with ldconfig)", name);
+        }
+        gh_debug("ld.so cache %s: %zu entries", name, c->n);
+        *out = c;
+        return 0;
+}
+
+int gh_ldcache_from_buffer(void *buf, size_t size, const char *name, struct gh_ldcache **out, gh_error_t *err)
+{
+        struct gh_ldcache *c = calloc(1, sizeof(*c));
+
+        if (c == NULL || (c->name = strdup(name)) == NULL) {
+                free(buf);
+                gh_ldcache_close(c);
+                return gh_err(err, ENOMEM, "reading ld.so cache %s", name);
+        }
+        c->map = buf;
+        c->heap = true;
+        c->size = size;
+        if (size == 0 || size > GH_LDCACHE_MAX_SIZE) {
+                gh_ldcache_close(c);
+                return gh_err(err, 0, "ld.so cache %s has an implausible size (%zu bytes); regenerate it with ldconfig",
+                              name, size);
         }
         if (parse(c, err) < 0) {
                 gh_ldcache_close(c);
@@ -327,10 +355,8 @@ static int popcount64(uint64_t v) { return __builtin_popcountll(v); }
  * glibc-hwcaps entries before plain ones (ld.so stops at the first plain one), hwcaps names
  * ascending, then the most specific legacy hwcap first.  Remaining ties keep the input order (ldconfig
  * keeps the order it found them in, and ld.so takes the first), so a cache rewrites unchanged. */
-static int entry_order(const void *pa, const void *pb)
+static int entry_rank(const struct gh_ldcache_entry *a, const struct gh_ldcache_entry *b)
 {
-        const struct gh_ldcache_entry *a = *(const struct gh_ldcache_entry *const *) pa;
-        const struct gh_ldcache_entry *b = *(const struct gh_ldcache_entry *const *) pb;
         int r = gh_ldcache_libcmp(b->key, a->key);
 
         if (r != 0)
@@ -347,7 +373,41 @@ static int entry_order(const void *pa, const void *pb)
                 if (a->hwcap != b->hwcap)
                         return a->hwcap > b->hwcap ? -1 : 1;
         }
-        return a < b ? -1 : a > b;
+        return 0;
+}
+
+static int entry_order(const void *pa, const void *pb)
+{
+        const struct gh_ldcache_entry *a = *(const struct gh_ldcache_entry *const *) pa;
+        const struct gh_ldcache_entry *b = *(const struct gh_ldcache_entry *const *) pb;
+        int r = entry_rank(a, b);
+
+        return r != 0 ? r : (a < b ? -1 : a > b);
+}
+
+static bool same_entry(const struct gh_ldcache_entry *o, const struct gh_ldcache_entry *e)
+{
+        return o->flags == e->flags && o->hwcap == e->hwcap && str_eq(o->key, e->key) && str_eq(o->value, e->value) &&
+               str_eq(o->hwcaps, e->hwcaps);
+}
+
+/* Whether the ordered set has an entry of this name and type: a binary search for the name's
+ * group (names descend by gh_ldcache_libcmp), then a look through it. */
+static bool ldcache_set_has(const struct gh_ldcache_set *set, const char *key, int32_t flags)
+{
+        size_t lo = 0, hi = set->n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (gh_ldcache_libcmp(set->entries[mid].key, key) > 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        for (; lo < set->n && gh_ldcache_libcmp(set->entries[lo].key, key) == 0; lo++)
+                if (set->entries[lo].flags == flags && strcmp(set->entries[lo].key, key) == 0)
+                        return true;
+        return false;
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *) a, *(const char *const *) b); }
@@ -391,12 +451,12 @@ static int put_string(struct buf *b, const char *s, uint32_t *off)
         return buf_put(b, s, strlen(s) + 1);
 }
 
-/* Builds the whole file in memory: header, sorted entries, strings, extension directory
- * (generator, then glibc-hwcaps when an entry uses it), hwcaps index array, generator text. */
-static int build(const struct gh_ldcache_entry *entries, size_t n, struct buf *b, gh_error_t *err)
+/* Builds the whole file in memory from entries already in ld.so's order: header, entries, strings,
+ * extension directory (generator, then glibc-hwcaps when an entry uses it), hwcaps index array,
+ * generator text. */
+static int build(const struct gh_ldcache_entry *const *sorted, size_t n, struct buf *b, gh_error_t *err)
 {
         static const char generator[] = "gpu-hook ld.so.cache writer";
-        _cleanup_free_ const struct gh_ldcache_entry **sorted = NULL;
         _cleanup_free_ const char **dirs = NULL;
         _cleanup_free_ uint32_t *dir_off = NULL;
         size_t ndirs = 0, strings_start, ext_off;
@@ -404,21 +464,26 @@ static int build(const struct gh_ldcache_entry *entries, size_t n, struct buf *b
 
         if (n > (GH_LDCACHE_MAX_SIZE - NEW_HEADER) / NEW_ENTRY)
                 return gh_err(err, E2BIG, "%zu entries", n);
-        sorted = calloc(n ? n : 1, sizeof(*sorted));
         dirs = calloc(n ? n : 1, sizeof(*dirs));
         dir_off = calloc(n ? n : 1, sizeof(*dir_off));
-        if (sorted == NULL || dirs == NULL || dir_off == NULL)
-                return gh_err(err, ENOMEM, "sorting entries");
+        if (dirs == NULL || dir_off == NULL)
+                return gh_err(err, ENOMEM, "building the cache");
         for (size_t i = 0; i < n; i++) {
-                if (entries[i].key == NULL || entries[i].value == NULL)
+                if (sorted[i]->key == NULL || sorted[i]->value == NULL)
                         return gh_err(err, EINVAL, "entry %zu has no name or path", i);
-                sorted[i] = &entries[i];
-                if (entries[i].hwcaps != NULL && !bsearch(&entries[i].hwcaps, dirs, ndirs, sizeof(*dirs), cmp_str)) {
-                        dirs[ndirs++] = entries[i].hwcaps;
+                if (sorted[i]->hwcaps != NULL && !bsearch(&sorted[i]->hwcaps, dirs, ndirs, sizeof(*dirs), cmp_str)) {
+                        dirs[ndirs++] = sorted[i]->hwcaps;
                         qsort(dirs, ndirs, sizeof(*dirs), cmp_str);
                 }
         }
-        qsort(sorted, n, sizeof(*sorted), entry_order);
+        /* Room for every string up front: one allocation instead of doubling through them. */
+        {
+                size_t need = NEW_HEADER + n * NEW_ENTRY + 256;
+                for (size_t i = 0; i < n; i++)
+                        need += strlen(sorted[i]->key) + strlen(sorted[i]->value) + 2;
+                if (need <= GH_LDCACHE_MAX_SIZE && (b->p = malloc(need)) != NULL)
+                        b->cap = need;
+        }
 
         memcpy(header, NEW_MAGIC, sizeof(NEW_MAGIC) - 1);
         memcpy(header + 20, &(uint32_t) { (uint32_t) n }, 4);
@@ -471,18 +536,101 @@ static int build(const struct gh_ldcache_entry *entries, size_t n, struct buf *b
         return 0;
 }
 
-int gh_ldcache_write(int dirfd, const char *name, const struct gh_ldcache_entry *entries, size_t n, gh_error_t *err)
+static int write_sorted(int dirfd, const char *name, const struct gh_ldcache_entry *const *sorted, size_t n,
+                        gh_error_t *err)
 {
         struct buf b = { 0 };
         int r;
 
         /* Atomic: the container's programs may be starting.  No fsync: the file is rebuilt at every
          * container start.  dirfd is the in-root resolver's: name is a bare file name. */
-        if (build(entries, n, &b, err) < 0) {
+        if (build(sorted, n, &b, err) < 0) {
                 free(b.p);
                 return gh_err_wrap(err, "writing ld.so cache %s", name);
         }
         r = gh_write_file_at(dirfd, name, b.p, b.len, 0644, GH_WRITE_ATOMIC, NULL, err);
         free(b.p);
         return r;
+}
+
+/* entries as pointers, in ld.so's order (ties keep the input order). */
+static const struct gh_ldcache_entry **sorted_pointers(const struct gh_ldcache_entry *entries, size_t n)
+{
+        const struct gh_ldcache_entry **v = calloc(n ? n : 1, sizeof(*v));
+
+        if (v == NULL)
+                return NULL;
+        for (size_t i = 0; i < n; i++)
+                v[i] = &entries[i];
+        qsort(v, n, sizeof(*v), entry_order);
+        return v;
+}
+
+int gh_ldcache_write(int dirfd, const char *name, const struct gh_ldcache_entry *entries, size_t n, gh_error_t *err)
+{
+        _cleanup_free_ const struct gh_ldcache_entry **sorted = sorted_pointers(entries, n);
+
+        if (sorted == NULL)
+                return gh_err(err, ENOMEM, "writing ld.so cache %s", name);
+        return write_sorted(dirfd, name, sorted, n, err);
+}
+
+int gh_ldcache_sort(struct gh_ldcache_set *set, gh_error_t *err)
+{
+        _cleanup_free_ const struct gh_ldcache_entry **sorted = sorted_pointers(set->entries, set->n);
+        _cleanup_free_ struct gh_ldcache_entry *v = NULL;
+
+        if (sorted == NULL || (v = calloc(set->cap ? set->cap : 1, sizeof(*v))) == NULL)
+                return gh_err(err, ENOMEM, "sorting ld.so cache entries");
+        for (size_t i = 0; i < set->n; i++)
+                v[i] = *sorted[i];
+        free(set->entries);
+        set->entries = steal_pointer(&v);
+        return 0;
+}
+
+int gh_ldcache_write_merged(int dirfd, const char *name, const struct gh_ldcache_entry *base, size_t nbase,
+                            const struct gh_ldcache_set *top, gh_error_t *err)
+{
+        _cleanup_free_ const struct gh_ldcache_entry **v = NULL, **out = NULL;
+        size_t n = 0, k = 0, i = 0, j = 0;
+        bool in_order = true;
+
+        if (nbase > SIZE_MAX / 2 - top->n)
+                return gh_err(err, E2BIG, "writing ld.so cache %s", name);
+        v = calloc(nbase ? nbase : 1, sizeof(*v));
+        out = calloc(nbase + top->n ? nbase + top->n : 1, sizeof(*out));
+        if (v == NULL || out == NULL)
+                return gh_err(err, ENOMEM, "writing ld.so cache %s", name);
+        for (i = 0; i < nbase; i++) {
+                if (base[i].key == NULL || base[i].value == NULL || base[i].key[0] == '\0' || base[i].value[0] == '\0')
+                        return gh_err(err, EINVAL, "writing ld.so cache %s: an entry without a name or path", name);
+                v[i] = &base[i];
+                if (i > 0 && in_order && entry_rank(v[i - 1], v[i]) > 0)
+                        in_order = false;
+        }
+        /* A cache ldconfig wrote is in this order already: no sort then. */
+        if (!in_order)
+                qsort(v, nbase, sizeof(*v), entry_order);
+        /* Keep an image entry unless the driver's part has its name and type, or it repeats an
+         * earlier one exactly (repeats sit together: the order starts with the name). */
+        for (i = 0; i < nbase; i++) {
+                const struct gh_ldcache_entry *e = v[i];
+                bool drop = ldcache_set_has(top, e->key, e->flags);
+                for (size_t b = n; !drop && b-- > 0 && gh_ldcache_libcmp(v[b]->key, e->key) == 0;)
+                        drop = same_entry(v[b], e);
+                if (!drop)
+                        v[n++] = e;
+                else
+                        gh_debug("ld.so cache: %s (flags %#x) -> %s replaced", e->key, (unsigned) e->flags, e->value);
+        }
+        /* Merge the two ordered lists.  No pair ties: same name and type was dropped above. */
+        i = 0;
+        while (i < n || j < top->n) {
+                if (j == top->n || (i < n && entry_rank(v[i], &top->entries[j]) <= 0))
+                        out[k++] = v[i++];
+                else
+                        out[k++] = &top->entries[j++];
+        }
+        return write_sorted(dirfd, name, out, k, err);
 }

@@ -43,6 +43,7 @@ struct gh_ldcache_entry {
 struct gh_ldcache {
         void *map;
         size_t size;
+        bool heap;  /* map is a malloc'ed copy (gh_ldcache_from_buffer), not a mapping */
         char *name; /* for messages */
         struct gh_ldcache_entry *entries;
         size_t n;
@@ -52,6 +53,10 @@ struct gh_ldcache {
  * offset and string is checked; a truncated or corrupt file is an error naming it. */
 int gh_ldcache_open(int fd, const char *name, struct gh_ldcache **out, gh_error_t *err);
 void gh_ldcache_close(struct gh_ldcache *cache);
+
+/* The same for a cache read into memory: buf (size bytes, malloc'ed) becomes the cache's and is
+ * freed with it, also on failure. */
+int gh_ldcache_from_buffer(void *buf, size_t size, const char *name, struct gh_ldcache **out, gh_error_t *err);
 
 /* glibc's _dl_cache_libcmp order: digit runs compare as numbers. */
 int gh_ldcache_libcmp(const char *a, const char *b);
@@ -76,7 +81,23 @@ void gh_ldcache_set_free(struct gh_ldcache_set *set);
  * name (a symlink at name is replaced, never followed); no fsync, it is rebuilt at every start. */
 int gh_ldcache_write(int dirfd, const char *name, const struct gh_ldcache_entry *entries, size_t n, gh_error_t *err);
 
+/* Puts the set's entries in the order gh_ldcache_write gives them (ld.so's: names descending as
+ * gh_ldcache_libcmp orders them, then flags, hwcaps; ties keep their order). */
+int gh_ldcache_sort(struct gh_ldcache_set *set, gh_error_t *err);
+
+/* Writes, like gh_ldcache_write, the entries of base (any order; a cache ldconfig wrote is already
+ * in order and is not sorted again) merged with top, which gh_ldcache_sort ordered: an entry of base
+ * whose name and type top has is left out (the injected library wins), so is an exact repeat of
+ * another entry of base.  base's strings are only read (they may point into a mapped cache).  The
+ * result is the one gh_ldcache_set_merge + gh_ldcache_write would give, without copying base. */
+int gh_ldcache_write_merged(int dirfd, const char *name, const struct gh_ldcache_entry *base, size_t nbase,
+                            const struct gh_ldcache_set *top, gh_error_t *err);
+
 struct gh_plan;
+
+/* The driver's part of every cache a plan writes: its libraries by SONAME and its development links,
+ * in ld.so's order (computed once per plan; see gh_ldcache_update). */
+int gh_ldcache_driver_part(const struct gh_plan *plan, struct gh_ldcache_set *part, gh_error_t *err);
 
 /* The container's /etc/ld.so.cache after an injection (lib/core/ldcache-merge.c; rules in
  * docs/ldcache.md): the image's own cache when it is usable, else the entries its ld.so.conf calls

@@ -242,7 +242,7 @@ static int legacy_flags(int rootfd, const char *cpath, unsigned flags, bool bind
 /* Refuses before anything is created: the deepest existing ancestor of cpath is where new
  * directories and the mount point would be made, so it must not be on a shared mount either (an
  * empty file created in a shared volume is a write to the host). */
-static int check_creation_point(int rootfd, const char *cpath, gh_error_t *err)
+int gh_check_creation_point(int rootfd, const char *cpath, gh_error_t *err)
 {
         char dir[4096];
         size_t n = strlen(cpath);
@@ -265,12 +265,15 @@ static int check_creation_point(int rootfd, const char *cpath, gh_error_t *err)
         }
 }
 
+static int attach_onto(struct gh_source *src, int target, int rootfd, const char *cpath, unsigned flags,
+                       gh_error_t *err);
+
 int gh_attach(struct gh_source *src, int rootfd, const char *cpath, enum gh_target_kind kind, unsigned flags,
               gh_error_t *err)
 {
         _cleanup_close_ int target = -1;
 
-        if (check_creation_point(rootfd, cpath, err) < 0)
+        if (gh_check_creation_point(rootfd, cpath, err) < 0)
                 return -1;
         if (kind == GH_TARGET_DIR)
                 target = gh_mkdir_p(rootfd, cpath, 0755, err);
@@ -280,7 +283,27 @@ int gh_attach(struct gh_source *src, int rootfd, const char *cpath, enum gh_targ
                 return -1;
         if (gh_check_not_shared(target, cpath, err) < 0)
                 return -1;
+        return attach_onto(src, target, rootfd, cpath, flags, err);
+}
 
+int gh_attach_in(struct gh_source *src, int rootfd, int dirfd, const char *name, const char *cpath, unsigned flags,
+                 gh_error_t *err)
+{
+        /* A new file lies on the directory's mount, which the caller checked: the mount point is
+         * made and used in one call.  Anything already there (a symlink to replace, a file that is
+         * itself a mount point) goes the careful way. */
+        _cleanup_close_ int target = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+        if (target < 0 && errno == EEXIST)
+                return gh_attach(src, rootfd, cpath, GH_TARGET_FILE, flags, err);
+        if (target < 0)
+                return gh_err(err, errno, "creating file %s inside the container root", cpath);
+        return attach_onto(src, target, rootfd, cpath, flags, err);
+}
+
+static int attach_onto(struct gh_source *src, int target, int rootfd, const char *cpath, unsigned flags,
+                       gh_error_t *err)
+{
         if (src->detached) {
                 struct gh_mount_attr attr = { .attr_set = to_mount_attr(flags), .propagation = MS_PRIVATE };
                 if (gh_mount_setattr(src->fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
@@ -303,7 +326,7 @@ int gh_tmpfs_attach(int rootfd, const char *cpath, const char *options, gh_error
         _cleanup_close_ int fsfd = -1, mnt = -1;
         int fd;
 
-        if (check_creation_point(rootfd, cpath, err) < 0)
+        if (gh_check_creation_point(rootfd, cpath, err) < 0)
                 return -1;
         target = gh_mkdir_p(rootfd, cpath, 0555, err);
         if (target < 0)

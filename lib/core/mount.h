@@ -55,6 +55,17 @@ enum gh_target_kind { GH_TARGET_FILE, GH_TARGET_DIR };
 int gh_attach(struct gh_source *src, int rootfd, const char *cpath, enum gh_target_kind kind, unsigned flags,
               gh_error_t *err);
 
+/* gh_attach for a file in a directory the caller resolved in the container and proved not shared
+ * (gh_check_creation_point before creating it, gh_check_not_shared after): NAME is a single
+ * component of DIRFD, CPATH the whole path.  A new file is created and mounted onto at once; when
+ * something is there already it does what gh_attach does. */
+int gh_attach_in(struct gh_source *src, int rootfd, int dirfd, const char *name, const char *cpath, unsigned flags,
+                 gh_error_t *err);
+
+/* Refuses when the deepest existing ancestor of CPATH (where directories and the mount point would
+ * be made) lies on a shared mount: an empty file created in a shared volume is a write to the host. */
+int gh_check_creation_point(int rootfd, const char *cpath, gh_error_t *err);
+
 /* Fails with a clear error when the mount holding fd propagates to peers (shared). */
 int gh_check_not_shared(int fd, const char *name, gh_error_t *err);
 

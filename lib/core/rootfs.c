@@ -344,12 +344,18 @@ int gh_create_file(int rootfd, const char *path, mode_t mode, gh_error_t *err)
 {
         _cleanup_free_ char *name = NULL;
         _cleanup_close_ int dirfd = -1;
-        struct stat st;
-        int fd;
 
         dirfd = gh_resolve_parent(rootfd, path, true, &name, err);
         if (dirfd < 0)
                 return -1;
+        return gh_create_file_at(dirfd, name, path, mode, err);
+}
+
+int gh_create_file_at(int dirfd, const char *name, const char *path, mode_t mode, gh_error_t *err)
+{
+        struct stat st;
+        int fd;
+
         for (int tries = 0; tries < 4; tries++) {
                 if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
                         if (S_ISDIR(st.st_mode))
@@ -391,6 +397,12 @@ int gh_create_symlink_over(int rootfd, const char *path, const char *target, boo
         dirfd = gh_resolve_parent(rootfd, path, true, &name, err);
         if (dirfd < 0)
                 return -1;
+        return gh_create_symlink_at(dirfd, name, path, target, replace_file, err);
+}
+
+int gh_create_symlink_at(int dirfd, const char *name, const char *path, const char *target, bool replace_file,
+                         gh_error_t *err)
+{
         for (int tries = 0; tries < 4; tries++) {
                 struct stat st;
                 char cur[PATH_MAX];

@@ -41,6 +41,12 @@ int gh_create_symlink(int rootfd, const char *path, const char *target, gh_error
  * mount there is not, unlink fails with EBUSY). */
 int gh_create_symlink_over(int rootfd, const char *path, const char *target, bool replace_file, gh_error_t *err);
 
+/* The same two in a directory the caller resolved already: NAME is a single component of the
+ * directory fd DIRFD, PATH the whole container path (messages only). */
+int gh_create_file_at(int dirfd, const char *name, const char *path, mode_t mode, gh_error_t *err);
+int gh_create_symlink_at(int dirfd, const char *name, const char *path, const char *target, bool replace_file,
+                         gh_error_t *err);
+
 /* Opens PATH inside the root for reading only if it is a regular file, without ever opening
  * anything else: the path is resolved O_PATH, checked with fstat, and that very inode reopened
  * through procfs (procfd: an fd of a procfs of our pid namespace, or AT_FDCWD for "/proc").  A

@@ -33,7 +33,7 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 
 /* One pass before jansson: its own messages for these cases ("unable to decode byte", "maximum
  * parsing depth reached" at 2048) neither say what to fix nor stop early enough. */
-static int json_precheck(const char *buf, size_t len, const char *what, gh_error_t *err)
+int gh_json_precheck(const char *buf, size_t len, const char *what, gh_error_t *err)
 {
         const unsigned char *s = (const unsigned char *) buf;
         bool in_string = false;
@@ -83,7 +83,7 @@ json_t *gh_json_parse(const char *buf, size_t len, const char *what, gh_error_t 
                 gh_err(err, 0, "%s is empty; expected a JSON object", what);
                 return NULL;
         }
-        if (json_precheck(buf, len, what, err) < 0)
+        if (gh_json_precheck(buf, len, what, err) < 0)
                 return NULL;
         j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
         if (j == NULL) {

@@ -16,6 +16,10 @@
  * the input in messages. */
 json_t *gh_json_parse(const char *buf, size_t len, const char *what, gh_error_t *err);
 
+/* gh_json_parse's first pass alone (UTF-8, no NUL, nesting depth), for a reader that decodes the
+ * document itself (gh_oci_spec_parse_brief, with core/jsonread.c).  -1 with err naming `what`. */
+int gh_json_precheck(const char *buf, size_t len, const char *what, gh_error_t *err);
+
 /* Setters that take a new reference and fail on NULL (a failed json_string() or json_pack()), so
  * a document is never written with a member silently missing.  -1 on failure. */
 int gh_json_set_new(json_t *obj, const char *key, json_t *v);

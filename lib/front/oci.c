@@ -8,6 +8,7 @@
 
 #include "cleanup.h"
 #include "json.h"
+#include "jsonread.h"
 #include "oci.h"
 #include "proc.h"
 #include "readfile.h"
@@ -312,12 +313,131 @@ int gh_oci_spec_parse(const char *buf, size_t len, const char *bundle, struct gh
         return 0;
 }
 
+static int read_config(const char *bundle, char **buf, size_t *len, gh_error_t *err);
+
 int gh_oci_spec_load(const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
 {
-        _cleanup_close_ int dirfd = -1, fd = -1;
         _cleanup_free_ char *buf = NULL;
-        struct stat st;
         size_t len;
+
+        if (read_config(bundle, &buf, &len, err) < 0)
+                return -1;
+        return gh_oci_spec_parse(buf, len, bundle, spec, err);
+}
+
+/* ---- The brief reading: root.path and linux.devices only (cdi-hook) ----------------------------
+ * A createContainer hook of a CDI spec needs two fields of a config.json that the spec's own edits
+ * made large (every mount, every variable): the same checks on those fields, the rest only checked to
+ * be JSON (lib/core/jsonread.c's parse_only, neither decoded nor stored). */
+static int brief_string(const struct gh_json *d, int obj, const char *key, const char *what, char **out,
+                        gh_error_t *err)
+{
+        int v = gh_json_get(d, obj, key);
+
+        *out = NULL;
+        if (v < 0 || d->v[v].type == GH_JSON_NULL)
+                return 0;
+        if (d->v[v].type != GH_JSON_STRING)
+                return gh_err(err, 0, "%s: \"%s\" must be a string", what, key);
+        if ((*out = strdup(d->v[v].str)) == NULL)
+                return gh_err(err, ENOMEM, "%s", what);
+        return 0;
+}
+
+static int brief_devices(const struct gh_json *d, const char *what, struct gh_oci_spec *spec, gh_error_t *err)
+{
+        int linux_ = gh_json_get(d, 0, "linux"), devices, n = 0;
+        size_t i = 0;
+
+        if (linux_ < 0 || d->v[linux_].type == GH_JSON_NULL)
+                return 0;
+        if (d->v[linux_].type != GH_JSON_OBJECT)
+                return gh_err(err, 0, "%s: \"linux\" must be an object", what);
+        devices = gh_json_get(d, linux_, "devices");
+        if (devices < 0 || d->v[devices].type == GH_JSON_NULL)
+                return 0;
+        if (d->v[devices].type != GH_JSON_ARRAY)
+                return gh_err(err, 0, "%s: \"linux.devices\" must be an array", what);
+        for (int c = d->v[devices].child; c >= 0; c = d->v[c].next)
+                n++;
+        spec->devices = calloc((size_t) n + 1, sizeof(*spec->devices));
+        if (spec->devices == NULL)
+                return gh_err(err, ENOMEM, "%s", what);
+        for (int c = d->v[devices].child; c >= 0; c = d->v[c].next, i++) {
+                struct gh_oci_device *out = &spec->devices[spec->n_devices];
+                _cleanup_free_ char *type = NULL;
+                int major, minor;
+
+                if (d->v[c].type != GH_JSON_OBJECT)
+                        return gh_err(err, 0, "%s: \"linux.devices\" entry %zu is not an object", what, i);
+                spec->n_devices++;
+                if (brief_string(d, c, "path", what, &out->path, err) < 0 ||
+                    brief_string(d, c, "type", what, &type, err) < 0)
+                        return gh_err_wrap(err, "linux.devices entry %zu", i);
+                if (out->path == NULL || type == NULL || strlen(type) != 1 || strchr("cbup", type[0]) == NULL)
+                        return gh_err(err, 0,
+                                      "%s: \"linux.devices\" entry %zu needs a \"path\" and a \"type\" of c, b, u or p",
+                                      what, i);
+                out->type = type[0];
+                major = gh_json_get(d, c, "major");
+                minor = gh_json_get(d, c, "minor");
+                if ((major >= 0 && gh_json_integer(d, major, &out->major) < 0) ||
+                    (minor >= 0 && gh_json_integer(d, minor, &out->minor) < 0))
+                        return gh_err(err, 0,
+                                      "%s: \"linux.devices\" entry %zu: \"major\" and \"minor\" must be integers", what,
+                                      i);
+        }
+        return 0;
+}
+
+int gh_oci_spec_parse_brief(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
+{
+        static const char what[] = "the bundle's config.json";
+        static const char *const keep[] = { "ociVersion", "root", "linux.devices", NULL };
+        _cleanup_free_ char *root_path = NULL;
+        struct gh_json d = { 0 };
+        int root, r = -1;
+
+        memset(spec, 0, sizeof(*spec));
+        if (gh_json_precheck(buf, len, what, err) < 0)
+                return -1;
+        if (gh_jsonread_parse_only(buf, len, keep, &d, err) < 0)
+                return gh_err_wrap(err, "%s", what);
+        if (d.v[0].type != GH_JSON_OBJECT) {
+                gh_err(err, 0, "%s is not a JSON object", what);
+                goto out;
+        }
+        if (brief_string(&d, 0, "ociVersion", what, &spec->oci_version, err) < 0)
+                goto out;
+        root = gh_json_get(&d, 0, "root");
+        if (spec->oci_version == NULL || root < 0 || d.v[root].type != GH_JSON_OBJECT) {
+                gh_err(err, 0, "%s lacks %s; is this an OCI bundle?", what,
+                       spec->oci_version == NULL ? "\"ociVersion\"" : "the \"root\" object");
+                goto out;
+        }
+        if (brief_string(&d, root, "path", what, &root_path, err) < 0)
+                goto out;
+        if (root_path == NULL || root_path[0] == '\0') {
+                gh_err(err, 0, "%s has no \"root.path\"", what);
+                goto out;
+        }
+        spec->rootfs = join_path(root_path[0] == '/' ? "" : bundle, root_path);
+        if (spec->rootfs == NULL) {
+                gh_err(err, ENOMEM, "%s", what);
+                goto out;
+        }
+        r = brief_devices(&d, what, spec, err);
+out:
+        gh_json_free(&d);
+        if (r < 0)
+                gh_oci_spec_free(spec);
+        return r;
+}
+
+static int read_config(const char *bundle, char **buf, size_t *len, gh_error_t *err)
+{
+        _cleanup_close_ int dirfd = -1, fd = -1;
+        struct stat st;
 
         dirfd = open(bundle, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dirfd < 0)
@@ -329,9 +449,18 @@ int gh_oci_spec_load(const char *bundle, struct gh_oci_spec *spec, gh_error_t *e
                 return gh_err(err, errno, "reading %s/config.json", bundle);
         if (!S_ISREG(st.st_mode))
                 return gh_err(err, 0, "%s/config.json is not a regular file", bundle);
-        if (gh_read_bounded(fd, GH_OCI_CONFIG_MAX, &buf, &len, "the bundle's config.json", err) < 0)
+        return gh_read_bounded(fd, GH_OCI_CONFIG_MAX, buf, len, "the bundle's config.json", err);
+}
+
+int gh_oci_spec_load_brief(const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
+{
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+
+        memset(spec, 0, sizeof(*spec));
+        if (read_config(bundle, &buf, &len, err) < 0)
                 return -1;
-        return gh_oci_spec_parse(buf, len, bundle, spec, err);
+        return gh_oci_spec_parse_brief(buf, len, bundle, spec, err);
 }
 
 void gh_oci_spec_free(struct gh_oci_spec *spec)

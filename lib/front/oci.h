@@ -71,6 +71,12 @@ int gh_oci_spec_parse(const char *buf, size_t len, const char *bundle, struct gh
 int gh_oci_spec_from_json(json_t *j, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err);
 /* Loads <bundle>/config.json, bounded by GH_OCI_CONFIG_MAX. */
 int gh_oci_spec_load(const char *bundle, struct gh_oci_spec *spec, gh_error_t *err);
+
+/* The same, filling only oci_version, rootfs and devices, with the same checks on them; the rest of
+ * the document is only checked to be JSON (lib/core/jsonread.h, gh_jsonread_parse_only).  For
+ * cdi-hook, which needs nothing else of a config.json its spec made large. */
+int gh_oci_spec_parse_brief(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err);
+int gh_oci_spec_load_brief(const char *bundle, struct gh_oci_spec *spec, gh_error_t *err);
 void gh_oci_spec_free(struct gh_oci_spec *spec);
 
 /* The value of NAME in a "K=V" list, the last duplicate winning; NULL when unset. */

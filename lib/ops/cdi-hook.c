@@ -401,7 +401,8 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
                 o->log->container_pid = state.pid;
         }
         phase(o, "state");
-        if (gh_oci_spec_load(state.bundle, &spec, err) < 0)
+        /* Only root.path and linux.devices: a spec's edits make config.json large. */
+        if (gh_oci_spec_load_brief(state.bundle, &spec, err) < 0)
                 goto out;
         phase(o, "spec");
         rootfd = gh_rootfs_open(spec.rootfs, err);

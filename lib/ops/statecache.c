@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,14 +212,15 @@ char *gh_statecache_format(const struct gh_driver_fp *fp, const struct gh_gpu_li
 
 /* ---- the file ---- */
 
-int gh_statecache_read(const char *path, struct gh_statecache_entry *e, gh_error_t *err)
+/* The bytes of a cache file that passes the checks (regular, root's, not writable by others,
+ * bounded); *buf is NUL-terminated. */
+static int read_checked(const char *path, char **out, size_t *len, gh_error_t *err)
 {
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *buf = NULL;
         struct stat st;
         size_t used = 0;
 
-        memset(e, 0, sizeof(*e));
         /* O_NONBLOCK: a FIFO put there opens at once (and is then refused) instead of blocking. */
         fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         if (fd < 0)
@@ -248,6 +250,20 @@ int gh_statecache_read(const char *path, struct gh_statecache_entry *e, gh_error
                 if (used > (size_t) st.st_size)
                         return gh_err(err, 0, "grew while read");
         }
+        buf[used] = '\0';
+        *out = steal_pointer(&buf);
+        *len = used;
+        return 0;
+}
+
+int gh_statecache_read(const char *path, struct gh_statecache_entry *e, gh_error_t *err)
+{
+        _cleanup_free_ char *buf = NULL;
+        size_t used = 0;
+
+        memset(e, 0, sizeof(*e));
+        if (read_checked(path, &buf, &used, err) < 0)
+                return -1;
         return gh_statecache_parse(buf, used, e, err);
 }
 
@@ -389,9 +405,90 @@ int gh_statecache_clear(const char *path, gh_error_t *err)
                 return gh_err(err, errno, "removing %s", path);
         blen = strlen(base);
         while ((de = readdir(d)) != NULL)
-                if (de->d_name[0] == '.' && strncmp(de->d_name + 1, base, blen) == 0 && de->d_name[blen + 1] == '.')
+                if ((de->d_name[0] == '.' && strncmp(de->d_name + 1, base, blen) == 0 && de->d_name[blen + 1] == '.') ||
+                    (strncmp(de->d_name, base, blen) == 0 && strncmp(de->d_name + blen, ".plan-", 6) == 0))
                         unlinkat(dfd, de->d_name, 0);
         return 0;
 }
 
-const struct gh_gpu_cache gh_statecache = { .lookup = gh_statecache_lookup, .save = gh_statecache_save };
+/* ---- Plans (core/plancache.h) ----------------------------------------------------------------
+ * One file per key next to the cache file, "<cache file>.plan-<hash of the key>": a header line
+ * "gpu-hook-plan 1 KEYLEN FPLEN PLANLEN", then the key, the fingerprint the plan was built under and
+ * the plan, byte for byte.  The hash only names the file: key and fingerprint are compared whole.  At
+ * most GH_STATECACHE_MAX_PLANS files; one more removes the others first. */
+#define PLAN_MAGIC "gpu-hook-plan 1"
+
+static char *plan_file(const char *path, const char *key)
+{
+        uint64_t h = 0xcbf29ce484222325ull;
+        char *f;
+
+        for (const unsigned char *p = (const unsigned char *) key; *p; p++)
+                h = (h ^ *p) * 0x100000001b3ull;
+        return asprintf(&f, "%s.plan-%016llx", path, (unsigned long long) h) < 0 ? NULL : f;
+}
+
+int gh_statecache_plan_lookup(const char *path, const char *key, const char *fingerprint, char **text)
+{
+        _cleanup_error_ gh_error_t err = NULL;
+        _cleanup_free_ char *file = plan_file(path, key), *buf = NULL;
+        size_t len, kl, fl, pl;
+        int hdr = 0;
+
+        *text = NULL;
+        if (file == NULL || read_checked(file, &buf, &len, &err) < 0)
+                return 0;
+        if (sscanf(buf, PLAN_MAGIC " %zu %zu %zu\n%n", &kl, &fl, &pl, &hdr) != 3 || hdr <= 0 || (size_t) hdr > len ||
+            kl != strlen(key) || fl != strlen(fingerprint) || len - (size_t) hdr != kl + fl + pl ||
+            memcmp(buf + hdr, key, kl) != 0 || memcmp(buf + hdr + kl, fingerprint, fl) != 0)
+                return 0;
+        *text = strndup(buf + hdr + kl + fl, pl);
+        return *text != NULL && strlen(*text) == pl;
+}
+
+int gh_statecache_plan_save(const char *path, const char *key, const char *fingerprint, const char *text,
+                            gh_error_t *err)
+{
+        _cleanup_free_ char *dir = NULL, *file = plan_file(path, key), *body = NULL;
+        _cleanup_close_ int dfd = -1;
+        _cleanup_closedir_ DIR *d = NULL;
+        const char *base, *fbase;
+        struct dirent *de;
+        size_t blen, nplans = 0;
+        int len;
+
+        if (geteuid() != 0)
+                return gh_err(err, EPERM, "only root writes the driver-state cache");
+        if (file == NULL || split_path(path, &dir, &base, err) < 0)
+                return file == NULL ? gh_err(err, ENOMEM, "keeping the plan") : -1;
+        len = asprintf(&body, PLAN_MAGIC " %zu %zu %zu\n%s%s%s", strlen(key), strlen(fingerprint), strlen(text), key,
+                       fingerprint, text);
+        if (len < 0 || (size_t) len > GH_STATECACHE_MAX_SIZE)
+                return gh_err(err, len < 0 ? ENOMEM : EFBIG, "keeping the plan");
+        dfd = open_dir(dir, true, err);
+        if (dfd < 0)
+                return -1;
+        blen = strlen(base);
+        if ((d = fdopendir(dup(dfd))) != NULL) {
+                while ((de = readdir(d)) != NULL)
+                        nplans += strncmp(de->d_name, base, blen) == 0 && strncmp(de->d_name + blen, ".plan-", 6) == 0;
+                if (nplans >= GH_STATECACHE_MAX_PLANS) {
+                        rewinddir(d);
+                        while ((de = readdir(d)) != NULL)
+                                if (strncmp(de->d_name, base, blen) == 0 &&
+                                    strncmp(de->d_name + blen, ".plan-", 6) == 0)
+                                        unlinkat(dfd, de->d_name, 0);
+                }
+        }
+        fbase = strrchr(file, '/') + 1;
+        return gh_write_file_at(dfd, fbase, body, (size_t) len, 0644, GH_WRITE_ATOMIC, NULL, err) < 0
+                       ? gh_err_wrap(err, "keeping the plan")
+                       : 0;
+}
+
+const struct gh_gpu_cache gh_statecache = {
+        .lookup = gh_statecache_lookup,
+        .save = gh_statecache_save,
+        .plan_lookup = gh_statecache_plan_lookup,
+        .plan_save = gh_statecache_plan_save,
+};

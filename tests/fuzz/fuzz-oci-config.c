@@ -49,15 +49,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct gh_config cfg;
         static char *swarm[] = { (char *) "DOCKER_RESOURCE_GPU", (char *) "SWARM_B", NULL };
 
+        struct gh_oci_spec brief;
+        _cleanup_error_ gh_error_t berr = NULL;
+        int br;
+
         if (size > 1 << 20)
                 return 0;
+        /* cdi-hook's brief reading: never more lenient about what it reads, never a crash. */
+        br = gh_oci_spec_parse_brief((const char *) data, size, "/bundle", &brief, &berr);
+        if (br < 0 && (berr == NULL || berr->msg == NULL))
+                abort();
         if (gh_oci_spec_parse((const char *) data, size, "/bundle", &spec, &err) < 0) {
                 if (err == NULL || err->msg == NULL)
                         abort();
+                if (br == 0)
+                        gh_oci_spec_free(&brief);
                 return 0;
         }
         if (spec.rootfs == NULL || spec.rootfs[0] != '/')
                 abort();
+        /* What the full reading takes, the brief one takes the same way. */
+        if (br < 0 || strcmp(brief.rootfs, spec.rootfs) != 0 || brief.n_devices != spec.n_devices)
+                abort();
+        for (size_t i = 0; i < spec.n_devices; i++)
+                if (strcmp(brief.devices[i].path, spec.devices[i].path) != 0 ||
+                    brief.devices[i].type != spec.devices[i].type || brief.devices[i].major != spec.devices[i].major ||
+                    brief.devices[i].minor != spec.devices[i].minor)
+                        abort();
+        gh_oci_spec_free(&brief);
         if (gh_config_init(&cfg, NULL) == 0) {
                 char **saved = cfg.swarm_resource;
                 decide(&spec, &cfg);

@@ -300,5 +300,100 @@ else
         t_skip "--ldconfig=@/sbin/ldconfig" "the host's ldconfig is not a static ELF program"
 fi
 
+# 18. the plan kept in the driver-state cache (lib/core/plancache.c): the second start of the same
+# request on the same driver takes it instead of discovering the driver again, and its container
+# gets the same; a driver socket that appears makes another key; cache clear removes the plans.
+PCSF=$T/plans/driver-state.json
+pc_start() {
+        new_container "$1"
+        cat >"$T/hook-$1" <<EOF
+#!/bin/sh
+pid=\$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')
+exec $GPU_CLI --root=$DRV --state-file=$PCSF --debug=$T/cli-$1.log configure --pid=\$pid --device=all --compute --utility $ROOTFS
+EOF
+        chmod 755 "$T/hook-$1"
+        bundle_add_hook "$BUNDLE" createRuntime "$T/hook-$1"
+        run_runc "$BUNDLE" "$1"
+}
+pc_start pc1
+check_basic "kept plan: first start (builds and keeps it)" "${#UUIDS[@]}"
+t_is "$(ls "$PCSF".plan-* 2>/dev/null | wc -l)" 1 "kept plan: the first start kept one plan"
+t_nomatch "$(cat "$T/cli-pc1.log")" 'plan: kept one' "kept plan: the first start built its plan"
+PC1_OUT=$RUN_STDOUT
+injected() { grep -o 'injected .*' "$1" | sort; }
+pc_start pc2
+check_basic "kept plan: second start (takes it)" "${#UUIDS[@]}"
+t_match "$(cat "$T/cli-pc2.log")" 'plan: kept one' "kept plan: the second start took the kept plan"
+t_nomatch "$(cat "$T/cli-pc2.log")" 'discover: driver files' "kept plan: and did not discover the driver"
+t_is "$RUN_STDOUT" "$PC1_OUT" "kept plan: the container sees exactly what the built plan gave it"
+t_is "$(injected "$T/cli-pc2.log")" "$(injected "$T/cli-pc1.log")" "kept plan: the same files, links and nodes injected"
+[ -n "$(injected "$T/cli-pc1.log")" ] || t_diag "no 'injected' lines in the debug log: the comparison above is empty"
+
+# A kept plan that does not hold is never used: each of these starts builds the plan again (and the
+# container gets the same as from a built plan).
+pc_expect_rebuilt() { # NAME DESC
+        pc_start "$1"
+        t_is "$RUN_RC" 0 "kept plan: $2: the container ran" || t_diag "$RUN_STDERR"
+        t_nomatch "$(cat "$T/cli-$1.log")" 'plan: kept one' "kept plan: $2: not taken"
+        t_match "$(cat "$T/cli-$1.log")" 'discover: driver files' "kept plan: $2: the driver discovered again"
+        t_is "$RUN_STDOUT" "$PC1_OUT" "kept plan: $2: the container sees what a built plan gives"
+}
+pc_file() { ls "$PCSF".plan-* | head -n1; }
+# The driver changed (its ld.so.cache's identity is part of the fingerprint).
+touch -d '2001-01-01 00:00:00' "$DRV/etc/ld.so.cache"
+pc_expect_rebuilt pc4 "after the driver's ld.so.cache changed"
+# A forged plan, root's and well framed, naming another character device (1:3, /dev/null's numbers)
+# for /dev/nvidiactl and its rule: refused because the driver root's node is not that device.
+"$GH_PYTHON" - "$(pc_file)" <<'PY'
+import re, sys
+p = sys.argv[1]
+hdr, rest = open(p, "rb").read().split(b"\n", 1)
+magic, kl, fl, pl = hdr.rsplit(b" ", 3)
+kl, fl, pl = int(kl), int(fl), int(pl)
+key, fp, plan = rest[:kl], rest[kl:kl + fl], rest[kl + fl:]
+m = re.search(rb'"/dev/nvidiactl",null,(\d+),(\d+),(\d+)', plan)
+mj, mn = m.group(2), m.group(3)
+plan = plan.replace(m.group(0), b'"/dev/nvidiactl",null,%s,1,3' % m.group(1))
+plan = plan.replace(b"[99,%s,%s]" % (mj, mn), b"[99,1,3]")
+open(p, "wb").write(b"%s %d %d %d\n" % (magic, kl, fl, len(plan)) + key + fp + plan)
+PY
+pc_expect_rebuilt pc5 "a forged device node"
+t_match "$(cat "$T/cli-pc5.log")" 'kept one is refused.*nvidiactl' "kept plan: a forged device node: refused, and the log says why"
+# Garbage in the plan file, and a plan file others may write.
+printf 'gpu-hook-plan 1 3 3 3\nabcdef{x}' >"$(pc_file)"
+pc_expect_rebuilt pc6 "a corrupt plan file"
+chmod 0666 "$(pc_file)"
+pc_expect_rebuilt pc7 "a plan file others may write"
+chmod 0644 "$(pc_file)"
+# A file the kept plan names is gone while the fingerprint holds (a binary removed by hand): the
+# sources do not open, so the plan is built again and kept anew.
+pc_start pc8
+t_match "$(cat "$T/cli-pc8.log")" 'plan: kept one' "kept plan: (kept again before removing a file)"
+GONE=$(grep -o 'injected /usr/bin/nvidia-[a-z-]*' "$T/cli-pc8.log" | grep -v nvidia-smi | head -n1 | sed 's/injected //')
+if [ -n "$GONE" ] && [ -e "$DRV$GONE" ]; then
+        mv "$DRV$GONE" "$T/gone.bin"
+        pc_start pc9
+        t_is "$RUN_RC" 0 "kept plan: $GONE removed: the container ran" || t_diag "$RUN_STDERR"
+        t_match "$(cat "$T/cli-pc9.log")" 'kept one no longer opens' "kept plan: $GONE removed: the kept plan did not open"
+        t_nomatch "$(injected "$T/cli-pc9.log")" "injected $GONE\$" "kept plan: $GONE removed: and the plan built instead leaves it out"
+        mv "$T/gone.bin" "$DRV$GONE"
+else
+        t_skip "kept plan: a file the kept plan names is gone" "no driver binary besides nvidia-smi was injected"
+fi
+if [ ! -e "$DRV/run/nvidia-persistenced/socket" ]; then
+        mkdir -p "$DRV/run/nvidia-persistenced"
+        "$GH_PYTHON" -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$DRV/run/nvidia-persistenced/socket"
+        pc_start pc3
+        t_is "$RUN_RC" 0 "kept plan: a start after nvidia-persistenced's socket appeared" || t_diag "$RUN_STDERR"
+        t_nomatch "$(cat "$T/cli-pc3.log")" 'plan: kept one' "kept plan: the socket makes another key: the plan is built again"
+        t_match "$(cat "$T/cli-pc3.log")" 'injected /run/nvidia-persistenced/socket' "kept plan: and it has the socket"
+        t_is "$(ls "$PCSF".plan-* 2>/dev/null | wc -l)" 2 "kept plan: two plans kept now"
+        rm -rf "$DRV/run/nvidia-persistenced"
+else
+        t_skip "kept plan: a driver socket that appears" "the fake driver root has the socket already"
+fi
+t_ok "kept plan: cache clear" "$GPU_CLI" --root="$DRV" --state-file="$PCSF" cache clear
+t_is "$(ls "$PCSF".plan-* 2>/dev/null | wc -l)" 0 "kept plan: cache clear removes the kept plans"
+
 mountinfo_unchanged "host mount table unchanged after all runs and failures" "$T/mounts.before"
 t_done

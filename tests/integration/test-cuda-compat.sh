@@ -99,6 +99,18 @@ t_match "$("$GH_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))[
         "'driver_branches': \\[535, 550, 570, 575, 580, 590\\].*'cuda_version': '13.1'|'cuda_version': '13.1'.*'driver_branches': \\[535, 550, 570, 575, 580, 590\\]" \
         "newer: the plan shows the note's CUDA version and driver branches"
 
+# With the driver-state cache the plan of a request is kept and reused by the next start of the same
+# request (core/plancache.c), but CUDA compat belongs to the image: newer, older, newer again, one
+# request, one kept plan, each image decided on its own.
+echo '{"cli": {"root": "'"$T/drv"'", "path": "'"$GPU_CLI"'", "state-file": "'"$T/state.json"'"}}' >"$T/hook-kept.json"
+n=0
+for kind in newer older newer; do
+        n=$((n + 1))
+        run_hook_path "kept-$n-$kind" "$kind" "$T/hook-kept.json"
+        expect "$kind, hook path with a kept plan" "${WANT[$kind]}" "${VERSION[$kind]}"
+done
+t_is "$(ls "$T"/state.json.plan-* 2>/dev/null | wc -l)" 1 "one request, one kept plan (beside the state file)"
+
 # the host's ldconfig (cli.ldconfig = @/sbin/ldconfig) indexes the compat directory first
 echo '{"cli": {"root": "'"$T/drv"'", "path": "'"$GPU_CLI"'", "ldconfig": "@/sbin/ldconfig"}}' >"$T/hook-ldconfig.json"
 for kind in newer older; do

@@ -6,6 +6,7 @@
  *
  * The parsers run everywhere; the rest needs root, a cgroup v1 devices hierarchy at
  * /sys/fs/cgroup/devices and a cgroup2 hierarchy at /sys/fs/cgroup/unified (or /sys/fs/cgroup). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -609,6 +610,102 @@ out:
         rmdir(cg); /* detaches whatever is attached */
 }
 
+static int count_pins(const char *dir)
+{
+        _cleanup_closedir_ DIR *d = opendir(dir);
+        struct dirent *de;
+        int n = 0;
+
+        if (d == NULL)
+                return errno == ENOENT ? 0 : -1;
+        while ((de = readdir(d)) != NULL)
+                n += strncmp(de->d_name, "dev-", 4) == 0;
+        return n;
+}
+
+/* One program per rule set: the second container of the same runtime program and rules gets the
+ * program the first one loaded (pinned in a bpffs of this test's own); a pin that holds another
+ * program is not used; unpinning leaves attached programs alone.  Runs last: it leaves this process
+ * in a private mount namespace. */
+static void test_v2_reuse(void)
+{
+        const char *tag = "v2 reuse";
+        struct probe p[3] = { 0 };
+        char bpffs[PATH_MAX], pins[PATH_MAX + 16], cg[3][PATH_MAX], pinned[PATH_MAX + 64] = "";
+        _cleanup_close_ int lenient = -1;
+        int cgfd[3] = { -1, -1, -1 }, rt;
+        uint32_t id[3] = { 0 };
+        _cleanup_error_ gh_error_t err = NULL;
+        const char *msg;
+
+        snprintf(bpffs, sizeof(bpffs), "%s/bpffs", tmpdir);
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mkdir(bpffs, 0700) < 0 || mount("bpf", bpffs, "bpf", 0, "mode=0700") < 0) {
+                tap_diag("%s: no bpffs of our own (%m): skipped", tag);
+                return;
+        }
+        snprintf(pins, sizeof(pins), "%s/gpu-hook", bpffs);
+        gh_cgroup_bpf_set_pin_dir(pins);
+        for (int i = 0; i < 3; i++) {
+                snprintf(cg[i], sizeof(cg[i]), "%s/gh-test-reuse%d-%d", v2_root, i, (int) getpid());
+                if (mkdir(cg[i], 0755) < 0 || (cgfd[i] = open(cg[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+                    (rt = load_runtime_prog(false)) < 0 || attach_prog(cgfd[i], rt, BPF_F_ALLOW_MULTI) < 0 ||
+                    start_in(&p[i], cg[i]) < 0) {
+                        ok(0, "%s: cgroup %d with the runtime stand-in: %m", tag, i);
+                        goto out;
+                }
+                close(rt);
+        }
+        msg = allow(p[0].pid, GH_CGROUP_V2, rule0, 1, CAPS_ALL);
+        ok(msg && *msg == '\0', "%s: first container: allowed", tag);
+        id[0] = attached_id(cgfd[0]);
+        is_int(count_pins(pins), 1, "%s: its program is pinned", tag);
+        msg = allow(p[1].pid, GH_CGROUP_V2, rule0, 1, CAPS_ALL);
+        ok(msg && *msg == '\0', "%s: second container: allowed", tag);
+        id[1] = attached_id(cgfd[1]);
+        is_int(id[1], id[0], "%s: the second container gets the first one's program (no load)", tag);
+        is_int(count_pins(pins), 1, "%s: still one pin", tag);
+        is_allowed(probe_do(&p[1], 'o', n0), "%s: second container: 195:0 is allowed", tag);
+        is_errno(probe_do(&p[1], 'o', n1), EPERM, "%s: second container: 195:1 is still denied", tag);
+        is_errno(probe_do(&p[1], 'o', "/dev/zero"), EPERM, "%s: second container: the runtime's deny holds", tag);
+
+        /* A pin of that name holding another program (here: the lenient stand-in) is not trusted. */
+        {
+                _cleanup_closedir_ DIR *d = opendir(pins);
+                struct dirent *de;
+                while (d != NULL && (de = readdir(d)) != NULL)
+                        if (strncmp(de->d_name, "dev-", 4) == 0)
+                                snprintf(pinned, sizeof(pinned), "%s/%s", pins, de->d_name);
+        }
+        union bpf_attr a = { 0 };
+        lenient = load_runtime_prog(true);
+        a.pathname = (uint64_t) (uintptr_t) pinned;
+        a.bpf_fd = (uint32_t) lenient;
+        ok(pinned[0] && unlink(pinned) == 0 && lenient >= 0 && bpf(BPF_OBJ_PIN, &a) == 0,
+           "%s: the pin replaced by another program", tag);
+        msg = allow(p[2].pid, GH_CGROUP_V2, rule0, 1, CAPS_ALL);
+        ok(msg && *msg == '\0', "%s: third container: allowed", tag);
+        id[2] = attached_id(cgfd[2]);
+        ok(id[2] != 0 && id[2] != id[0], "%s: third container: a program loaded anew, not the pin's", tag);
+        is_allowed(probe_do(&p[2], 'o', n0), "%s: third container: 195:0 is allowed", tag);
+        is_errno(probe_do(&p[2], 'o', "/dev/zero"), EPERM, "%s: third container: the runtime's deny holds", tag);
+
+        ok(gh_cgroup_bpf_forget(&err) >= 1 && count_pins(pins) == 0 && access(pins, F_OK) < 0,
+           "%s: forget unpins everything and removes the directory", tag);
+        is_int(attached_id(cgfd[1]), id[0], "%s: the program stays attached after forget", tag);
+        is_allowed(probe_do(&p[1], 'o', n0), "%s: and still allows 195:0", tag);
+out:
+        for (int i = 0; i < 3; i++) {
+                probe_stop(&p[i]);
+                if (cgfd[i] >= 0)
+                        close(cgfd[i]);
+                rmdir(cg[i]);
+        }
+        gh_cgroup_bpf_set_pin_dir(GH_CGROUP_BPF_PIN_DIR);
+        umount2(bpffs, MNT_DETACH);
+        rmdir(bpffs);
+}
+
 static bool is_cgroup2(const char *dir)
 {
         struct statfs sfs;
@@ -658,6 +755,7 @@ int main(void)
                 test_v2(V2_MAP, BPF_F_ALLOW_MULTI, CAPS_ALL);
                 test_v2(V2_ONE, BPF_F_ALLOW_MULTI, CAPS_SYS_ADMIN_ONLY);
                 test_v2(V2_ONE, BPF_F_ALLOW_MULTI, CAPS_NONE);
+                test_v2_reuse();
         } else {
                 tap_diag("no cgroup2 hierarchy: v2 cases skipped");
         }

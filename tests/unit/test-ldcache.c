@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,6 +296,66 @@ static void test_merge(void)
         free(out);
 }
 
+/* gh_ldcache_write_merged (what a start runs) writes the very bytes that copying the image's
+ * entries into a set, gh_ldcache_set_merge and gh_ldcache_write give: the same entries replaced,
+ * the same repeats dropped, the same order.  On ldconfig's cache, this host's, and one shuffled
+ * (not in ld.so's order, so it is sorted) with a repeated entry. */
+static void merged_like_set(const char *file, const char *what, bool shuffle)
+{
+        _cleanup_error_ gh_error_t err = NULL;
+        _cleanup_close_ int dirfd = open(T, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        struct gh_ldcache_set set = { 0 }, part = { 0 };
+        _cleanup_free_ struct gh_ldcache_entry *base = NULL;
+        struct gh_ldcache *c = open_cache(file, &err);
+        char a[600], b[600];
+        size_t n;
+        struct gh_ldcache_entry news[] = {
+                { .key = "libghtest.so.1",
+                  .value = "/usr/lib/x86_64-linux-gnu/libghtest.so.580.95.05",
+                  .flags = GH_LDCACHE_FLAGS_X86_64 },
+                { .key = "libcuda.so.1",
+                  .value = "/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05",
+                  .flags = GH_LDCACHE_FLAGS_X86_64 },
+                { .key = "libcuda.so",
+                  .value = "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                  .flags = GH_LDCACHE_FLAGS_X86_64 },
+                { .key = "libc.so.6", .value = "/usr/lib/i386-linux-gnu/libc.so.6", .flags = GH_LDCACHE_FLAGS_I386 },
+                { .key = "libm.so.6",
+                  .value = "/usr/lib/x86_64-linux-gnu/libm-x.so",
+                  .flags = GH_LDCACHE_FLAGS_X86_64 },
+        };
+
+        if (!ok(c != NULL && c->n > 0, "%s: read", what))
+                return;
+        n = c->n + 1;
+        base = calloc(n, sizeof(*base));
+        memcpy(base, c->entries, c->n * sizeof(*base));
+        base[c->n] = c->entries[c->n / 2]; /* an exact repeat */
+        if (shuffle)
+                for (size_t i = n - 1; i > 0; i--) {
+                        size_t j = (i * 7919u) % (i + 1);
+                        struct gh_ldcache_entry t = base[i];
+                        base[i] = base[j];
+                        base[j] = t;
+                }
+        for (size_t i = 0; i < n; i++)
+                gh_ldcache_set_add(&set, &base[i], &err);
+        ok(gh_ldcache_set_merge(&set, news, GH_ARRAY_SIZE(news), &err) == 0 &&
+                   gh_ldcache_write(dirfd, "by-set", set.entries, set.n, &err) == 0,
+           "%s: the set's way", what);
+        for (size_t i = 0; i < GH_ARRAY_SIZE(news); i++)
+                gh_ldcache_set_add(&part, &news[i], &err);
+        ok(gh_ldcache_sort(&part, &err) == 0 &&
+                   gh_ldcache_write_merged(dirfd, "merged-fast", base, n, &part, &err) == 0,
+           "%s: merged around the driver's part", what);
+        snprintf(a, sizeof(a), "%s/by-set", T);
+        snprintf(b, sizeof(b), "%s/merged-fast", T);
+        ok(sh("cmp -s '%s' '%s'", a, b) == 0, "%s: the same bytes either way", what);
+        gh_ldcache_set_free(&set);
+        gh_ldcache_set_free(&part);
+        gh_ldcache_close(c);
+}
+
 /* glibc-hwcaps entries survive a rewrite (the extension section is rebuilt). */
 static void test_hwcaps_roundtrip(void)
 {
@@ -429,6 +490,16 @@ int main(void)
                         roundtrip("/etc/ld.so.cache", "this host's /etc/ld.so.cache");
         }
         test_merge();
+        {
+                char f[512];
+                snprintf(f, sizeof(f), "%s/cache-new", T);
+                merged_like_set(f, "merged: ldconfig's cache", false);
+                merged_like_set(f, "merged: ldconfig's cache shuffled", true);
+                if (access("/etc/ld.so.cache", R_OK) == 0) {
+                        merged_like_set("/etc/ld.so.cache", "merged: this host's cache", false);
+                        merged_like_set("/etc/ld.so.cache", "merged: this host's cache shuffled", true);
+                }
+        }
         test_hwcaps_roundtrip();
         test_loader_lookup();
         sh("rm -rf '%s'", T);

@@ -156,10 +156,79 @@ static void test_spec(void)
         }
 }
 
+/* cdi-hook's brief reading: the same root and devices as the full one, the same errors about them,
+ * nothing checked in what it does not read except that it is JSON. */
+static void test_spec_brief(void)
+{
+        _cleanup_error_ gh_error_t err = NULL;
+        struct gh_oci_spec full, brief;
+        const char *s =
+                "{\"ociVersion\":\"1.0.2\",\"process\":{\"env\":[\"A=1\",\"B=\\u00e9\"]},\"root\":{\"path\":\"rootfs\","
+                "\"readonly\":true},\"mounts\":[{\"destination\":\"/x\",\"source\":\"/y\",\"options\":[\"ro\"]}],"
+                "\"linux\":{\"resources\":{\"devices\":[{\"allow\":false,\"access\":\"rwm\"}]},\"devices\":["
+                "{\"path\":\"/dev/nvidia0\",\"type\":\"c\",\"major\":195,\"minor\":0,\"fileMode\":438},"
+                "{\"path\":\"/dev/nvidia-uvm\",\"type\":\"c\",\"major\":511,\"minor\":1},{\"path\":\"/dev/fifo\",\"type\":\"p\"}]}}";
+
+        ok(gh_oci_spec_parse(s, strlen(s), "/bundle", &full, &err) == 0 &&
+                   gh_oci_spec_parse_brief(s, strlen(s), "/bundle", &brief, &err) == 0,
+           "brief: a spec both readings take");
+        is_str(brief.rootfs, full.rootfs, "brief: the same root (relative, joined to the bundle)");
+        is_str(brief.oci_version, full.oci_version, "brief: the same ociVersion");
+        is_int(brief.n_devices, full.n_devices, "brief: the same number of devices");
+        for (size_t i = 0; i < brief.n_devices && i < full.n_devices; i++)
+                ok(strcmp(brief.devices[i].path, full.devices[i].path) == 0 &&
+                           brief.devices[i].type == full.devices[i].type &&
+                           brief.devices[i].major == full.devices[i].major &&
+                           brief.devices[i].minor == full.devices[i].minor,
+                   "brief: device %zu the same (%s)", i, brief.devices[i].path);
+        is_int(brief.n_env, 0, "brief: process.env not read");
+        gh_oci_spec_free(&full);
+        gh_oci_spec_free(&brief);
+
+        static const struct {
+                const char *doc, *want;
+        } cases[] = {
+                { "{\"ociVersion\":\"1\",\"root\":{\"path\":\"/a\"},\"linux\":{\"devices\":{}}}", "linux.devices" },
+                { "{\"ociVersion\":\"1\",\"root\":{\"path\":\"/a\"},\"linux\":{\"devices\":[{\"type\":\"c\"}]}}",
+                  "linux.devices" },
+                { "{\"ociVersion\":\"1\",\"root\":{\"path\":\"/a\"},\"linux\":{\"devices\":[{\"path\":\"/d\",\"type\":"
+                  "\"c\",\"major\":1.5}]}}",
+                  "must be integers" },
+                { "{\"ociVersion\":\"1\",\"root\":{\"path\":\"/a\"},\"linux\":{\"devices\":[{\"path\":\"/d\",\"type\":"
+                  "\"c\",\"major\":99999999999999999999}]}}",
+                  "must be integers" },
+                { "{\"ociVersion\":\"1\",\"root\":{}}", "root.path" },
+                { "{\"ociVersion\":\"1\"}", "\"root\" object" },
+                { "{\"root\":{\"path\":\"/a\"}}", "ociVersion" },
+                { "{\"ociVersion\":\"1\",\"root\":{\"path\":\"/a\"},\"root\":{\"path\":\"/b\"}}", "duplicate" },
+                { "{\"ociVersion\":\"1\",\"root\":{\"path\":\"/a\"},\"process\":{\"env\":[\"A\" 1]}}", "not JSON" },
+                { "{\"ociVersion\":\"1\",\"root\":{\"path\":\"/a\"},\"process\":{\"env\":[\"\\u0000\"]}}", "NUL" },
+                { "[1]", "not a JSON object" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                gh_error_free(&err);
+                ok(gh_oci_spec_parse_brief(cases[i].doc, strlen(cases[i].doc), "/bundle", &brief, &err) < 0 && err &&
+                           strstr(err->msg, cases[i].want),
+                   "brief: refused, naming %s", cases[i].want);
+                if (err)
+                        tap_diag("%s", err->msg);
+        }
+        /* What it does not read may be anything JSON allows: the full reading refuses this one. */
+        s = "{\"ociVersion\":\"1\",\"root\":{\"path\":\"/a\"},\"process\":{\"env\":[\"NO-EQUALS\"]}}";
+        gh_error_free(&err);
+        ok(gh_oci_spec_parse(s, strlen(s), "/bundle", &full, &err) < 0,
+           "brief: the full reading refuses env without =");
+        gh_error_free(&err);
+        ok(gh_oci_spec_parse_brief(s, strlen(s), "/bundle", &brief, &err) == 0 && strcmp(brief.rootfs, "/a") == 0,
+           "brief: the brief one does not look at env");
+        gh_oci_spec_free(&brief);
+}
+
 int main(void)
 {
         test_read_bounded();
         test_state();
         test_spec();
+        test_spec_brief();
         return tap_done();
 }

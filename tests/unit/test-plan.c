@@ -18,6 +18,7 @@
 #include "discover.h"
 #include "mps.h"
 #include "plan.h"
+#include "plancache.h"
 #include "proc.h"
 #include "request.h"
 #include "rootfs.h"
@@ -262,6 +263,60 @@ static void test_compute_one_gpu(void)
         gh_plan_free(&p);
 }
 
+/* A plan kept in the driver-state cache (plancache.h) reads back as the same plan, and a kept text
+ * that names a path with "..", a bad device rule or a missing member is refused. */
+static void test_kept_plan(void)
+{
+        _cleanup_error_ gh_error_t err = NULL;
+        _cleanup_free_ char *text = NULL, *again = NULL;
+        struct gh_plan p, q;
+
+        if (!ok(plan_for(R, "debian", &p, &err, "--device=all", "--compute", "--utility", "--graphics", "--compat32",
+                         NULL) == 0,
+                "kept: a plan with every kind of item"))
+                return tap_diag("%s", err->msg);
+        text = gh_plan_to_text(&p);
+        ok(text != NULL && gh_plan_from_text(text, strlen(text), &q, &err) == 0, "kept: its text reads back");
+        if (err)
+                tap_diag("%s", err->msg);
+        again = q.items ? gh_plan_to_text(&q) : NULL;
+        ok(again && strcmp(text, again) == 0, "kept: and writes the same text again");
+        is_int(q.n, p.n, "kept: the same items");
+        is_int(q.nlibs, p.nlibs, "kept: the same ld cache entries");
+        is_int(q.nrules, p.nrules, "kept: the same device rules");
+        ok(q.params && p.params && strcmp(q.params, p.params) == 0 && q.params_len == p.params_len,
+           "kept: the masked params, byte for byte");
+        ok(strcmp(q.layout.libdir, p.layout.libdir) == 0 && q.mask_proc == p.mask_proc, "kept: layout and mask");
+        gh_plan_free(&q);
+
+        static const struct {
+                const char *from, *to, *why;
+        } bad[] = {
+                { "\"/usr/bin/nvidia-smi\"", "\"/usr/bin/../../etc/shadow\"", "a path with .." },
+                { "\"rules\":[[99,", "\"rules\":[[120,", "a device rule of an unknown type" },
+                { "\"libdir32\":", "\"libdir_32\":", "a member missing" },
+                { "\"flags\":[1,", "\"flags\":[2,", "a flag out of range" },
+                { "\"rules\":[[99,195,", "\"rules\":[[99,196,", "a device rule that is not a planned node's" },
+                { ",0]],\"proc_gpus\"", ",1]],\"proc_gpus\"", "an item that names a host path" },
+                { "\"/dev/nvidiactl\",\"/dev/nvidiactl\"", "\"/dev/nvidiactl\",\"/dev/nvidia0\"",
+                  "a device node placed elsewhere" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char *at = strstr(text, bad[i].from), *forged;
+                if (!ok(at != NULL, "kept: the text has %s to forge", bad[i].from))
+                        continue;
+                if (asprintf(&forged, "%.*s%s%s", (int) (at - text), text, bad[i].to, at + strlen(bad[i].from)) < 0)
+                        continue;
+                gh_error_free(&err);
+                ok(gh_plan_from_text(forged, strlen(forged), &q, &err) < 0 && err && q.items == NULL,
+                   "kept: %s is refused", bad[i].why);
+                if (err)
+                        tap_diag("%s", err->msg);
+                free(forged);
+        }
+        gh_plan_free(&p);
+}
+
 static void test_graphics_utility(void)
 {
         _cleanup_error_ gh_error_t err = NULL;
@@ -474,6 +529,7 @@ int main(void)
                 tap_diag("not root: the fake driver has no device nodes, so whole plans are skipped");
         } else {
                 test_compute_one_gpu();
+                test_kept_plan();
                 test_graphics_utility();
                 test_layouts_compat32();
                 test_requirements();

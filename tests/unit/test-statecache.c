@@ -233,6 +233,56 @@ static void test_equivalence(void)
                checked);
 }
 
+/* Plans kept next to the cache file (gh_statecache_plan_*): handed back only under the same key and
+ * the same fingerprint, and never from a file that is not root's alone, cut short or tampered with
+ * (then the caller builds the plan); cache clear removes them. */
+static void test_plans(void)
+{
+        char dir[PATH_MAX + 16], state[PATH_MAX + 32];
+        static const char key[] = "root /\narg --device=all\n", fp[] = "boot 1\nversion 580\n", plan[] = "{\"v\":1}";
+        _cleanup_error_ gh_error_t err = NULL;
+        char *text = NULL;
+
+        if (geteuid() != 0) {
+                tap_diag("kept plans: only root writes the cache: skipped");
+                return;
+        }
+        snprintf(dir, sizeof(dir), "%s/plans", top);
+        snprintf(state, sizeof(state), "%s/state.json", dir);
+        ok(mkdir(dir, 0755) == 0, "plans: a cache directory");
+        ok(gh_statecache_plan_save(state, key, fp, plan, &err) == 0, "plans: one is kept");
+        ok(gh_statecache_plan_lookup(state, key, fp, &text) == 1 && text && strcmp(text, plan) == 0,
+           "plans: and handed back, byte for byte");
+        free(text);
+        text = NULL;
+        ok(gh_statecache_plan_lookup(state, key, "boot 1\nversion 581\n", &text) == 0 && text == NULL,
+           "plans: not under another fingerprint (a driver change)");
+        ok(gh_statecache_plan_lookup(state, "root /\narg --device=0\n", fp, &text) == 0 && text == NULL,
+           "plans: not under another key");
+        is_int(sh("n=$(ls '%s'/state.json.plan-* | wc -l); [ $n = 1 ]", dir), 0, "plans: in one file");
+        sh("chmod 0666 '%s'/state.json.plan-*", dir);
+        ok(gh_statecache_plan_lookup(state, key, fp, &text) == 0, "plans: not from a file others may write");
+        sh("chmod 0644 '%s'/state.json.plan-*", dir);
+        ok(gh_statecache_plan_lookup(state, key, fp, &text) == 1, "plans: (mode restored: handed back again)");
+        free(text);
+        text = NULL;
+        sh("f=$(ls '%s'/state.json.plan-*); head -c -2 \"$f\" >\"$f.x\"; cat \"$f.x\" >\"$f\"; rm \"$f.x\"", dir);
+        ok(gh_statecache_plan_lookup(state, key, fp, &text) == 0, "plans: not from a file cut short");
+        ok(gh_statecache_plan_save(state, key, fp, plan, &err) == 0, "plans: kept again");
+        sh("f=$(ls '%s'/state.json.plan-*); sed -i 's/version 580/version 581/' \"$f\"", dir);
+        ok(gh_statecache_plan_lookup(state, key, fp, &text) == 0,
+           "plans: not when the fingerprint in the file differs");
+        for (int i = 0; i < GH_STATECACHE_MAX_PLANS + 3; i++) {
+                char k[64];
+                snprintf(k, sizeof(k), "key %d", i);
+                gh_statecache_plan_save(state, k, fp, plan, &err);
+        }
+        ok(sh("n=$(ls '%s'/state.json.plan-* | wc -l); [ $n -le %d ]", dir, GH_STATECACHE_MAX_PLANS) == 0,
+           "plans: at most %d files", GH_STATECACHE_MAX_PLANS);
+        ok(gh_statecache_clear(state, &err) == 0 && sh("! ls '%s'/state.json.plan-* 2>/dev/null", dir) == 0,
+           "plans: cache clear removes them");
+}
+
 int main(void)
 {
         snprintf(top, sizeof(top), "/tmp/gh-test-statecache.XXXXXX");
@@ -240,6 +290,7 @@ int main(void)
                 return 1;
         test_format();
         test_equivalence();
+        test_plans();
         sh("rm -rf '%s'", top);
         return tap_done();
 }
