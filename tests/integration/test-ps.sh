@@ -4,50 +4,15 @@
 # GPU user must be attributed to the right container id and in-container PID, metrics must carry
 # the same numbers, and top must draw a clean screen in a terminal (tmux).
 #
-# The fake NVML sees GPU users through procfs mounted at fake-proc/ in the driver root (the NVML
-# service is chrooted there), and only those of its own uid: the overflow uid (tests/fake-driver/README.md).
+# How the fake NVML sees GPU users: tests/integration/usage-kit.sh.
 . "${GH_SOURCE_DIR:?}/tests/lib.sh"
 t_need_root
 t_need_cmd runc unshare "$GH_PYTHON"
 
-FD=${FAKE_DRIVER_DIR:-$GH_BUILD_DIR/tests/fake-driver}
-HOLD=$FD/hold-fd
-NOBODY=$(cat /proc/sys/kernel/overflowuid)
-DRV=$T/drv
-"$GH_PYTHON" -c '
-import json, sys
-p = json.load(open(sys.argv[1]))
+. "$GH_SOURCE_DIR/tests/integration/usage-kit.sh"
+usage_driver '
 p["gpus"][0].update(process_memory_mib=512, process_sm_util=30)
-p["gpus"][1].update(process_memory_mib=2048, process_sm_util=70, temperature=51, power_mw=123456)
-json.dump(p, sys.stdout)' "$GH_SOURCE_DIR/tests/fake-driver/profiles/default.json" >"$T/profile.json"
-bash "$GH_SOURCE_DIR/tests/fake-driver/make-root.sh" "$DRV" --profile "$T/profile.json" >"$T/mkroot.log" 2>&1 ||
-        { t_diag_file "$T/mkroot.log"; t_fail "make-root.sh"; t_done; }
-printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s"}}\n' "$DRV" "$GPU_CLI" "$T/hook.log" >"$T/config.json"
-
-# gpu-cli with procfs at the driver root's fake-proc/, in a private mount namespace.
-gpucli() {
-        unshare -m --propagation private sh -c 'mount -t proc proc "$0/fake-proc" && exec "$@"' "$DRV" \
-                "$GPU_CLI" --root="$DRV" "$@"
-}
-
-# make_container NAME CMD: a bundle running CMD (sh -c) as the overflow uid with no capability.
-make_container() {
-        local rootfs=$T/$1/rootfs bundle=$T/$1/bundle
-        make_busybox_rootfs "$rootfs" --glibc || return 1
-        install -m 755 "$HOLD" "$rootfs/usr/bin/hold-fd"
-        make_bundle "$bundle" "$rootfs" /bin/sh -c "$2"
-        bundle_edit "$bundle" '
-c["process"]["user"] = {"uid": int(args[0]), "gid": int(args[0])}
-c["process"]["capabilities"] = {k: [] for k in ("bounding", "effective", "permitted", "ambient")}' "$NOBODY"
-}
-# wait_ready FILE: prints the PID of hold-fd's "ready PID" line once it is there.
-wait_ready() {
-        for _ in $(seq 100); do
-                grep -q '^ready' "$1" 2>/dev/null && { sed -n 's/^ready //p' "$1"; return 0; }
-                sleep 0.1
-        done
-        return 1
-}
+p["gpus"][1].update(process_memory_mib=2048, process_sm_util=70, temperature=51, power_mw=123456)'
 
 mkdir -p "$T_RUNC_ROOT"
 A=gh-ps-gpu-$$
@@ -113,17 +78,10 @@ else
 fi
 
 # --- metrics --listen: the same text over HTTP, on loopback
-PORT=$((20000 + $$ % 20000))
-# exec: LISTEN_PID must be gpu-cli itself (unshare and sh exec it), not a subshell
-(exec unshare -m --propagation private sh -c 'mount -t proc proc "$0/fake-proc" && exec "$@"' "$DRV" \
-        "$GPU_CLI" --root="$DRV" metrics --listen="127.0.0.1:$PORT" --state-dir="$T_RUNC_ROOT") 2>"$T/listen.err" &
-LISTEN_PID=$!
-HTTP=
-for _ in $(seq 50); do
-        HTTP=$("$GH_PYTHON" -c 'import sys, urllib.request as u; print(u.urlopen(sys.argv[1], timeout=5).read().decode())' \
-                "http://127.0.0.1:$PORT/metrics" 2>/dev/null) && break
-        sleep 0.1
-done
+PORT=$(free_port)
+listen_start "$PORT" --state-dir="$T_RUNC_ROOT" || t_diag_file "$T/listen.err"
+HTTP=$("$GH_PYTHON" -c 'import sys, urllib.request as u; print(u.urlopen(sys.argv[1], timeout=5).read().decode())' \
+        "http://127.0.0.1:$PORT/metrics" 2>&1)
 t_match "$HTTP" "container_id=\"$A\"\} ${A_MEM:-x}\$" "metrics --listen serves /metrics with the container's memory" ||
         t_diag_file "$T/listen.err"
 NOTFOUND=$("$GH_PYTHON" -c '
