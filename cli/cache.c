@@ -1,4 +1,4 @@
-/* gpu-cli cache refresh|show|clear: the driver-state cache (lib/statecache.h, docs/statecache.md). */
+/* gpu-cli cache refresh|show|clear: the driver-state cache (lib/ops/statecache.h, docs/statecache.md). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -53,7 +53,7 @@ static int open_driver(const struct cli_globals *g, int *rootfd)
 static int refresh(const struct cli_globals *g, int timeout_ms)
 {
         struct gh_gpus_opts gopts = GH_GPUS_OPTS_DEFAULT;
-        _cleanup_statecache_fp_ struct gh_statecache_fp fp = { 0 };
+        _cleanup_driver_fp_ struct gh_driver_fp fp = { 0 };
         _cleanup_gpu_list_ struct gh_gpu_list list = { 0 };
         _cleanup_error_ gh_error_t err = NULL;
         _cleanup_close_ int rootfd = -1;
@@ -65,7 +65,7 @@ static int refresh(const struct cli_globals *g, int timeout_ms)
         gopts.gid = g->gid;
         gopts.timeout_ms = timeout_ms;
         /* The fingerprint first: a change while NVML answers leaves a cache that does not match. */
-        if (gh_statecache_fingerprint(rootfd, NULL, &fp, &err) < 0 || gh_gpus_load(rootfd, &gopts, &list, &err) < 0 ||
+        if (gh_driver_fingerprint(rootfd, NULL, &fp, &err) < 0 || gh_gpus_load(rootfd, &gopts, &list, &err) < 0 ||
             gh_statecache_save(g->state_file, &fp, &list, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cache refresh: %s\n", err->msg);
                 return CLI_EXIT_FAILURE;
@@ -90,7 +90,7 @@ static int cmp_long(const void *a, const void *b)
 
 static int fingerprint(const struct cli_globals *g, int repeat)
 {
-        _cleanup_statecache_fp_ struct gh_statecache_fp fp = { 0 };
+        _cleanup_driver_fp_ struct gh_driver_fp fp = { 0 };
         _cleanup_error_ gh_error_t err = NULL;
         _cleanup_close_ int rootfd = -1;
         _cleanup_free_ long *ns = NULL;
@@ -98,7 +98,7 @@ static int fingerprint(const struct cli_globals *g, int repeat)
 
         if ((r = open_driver(g, &rootfd)) != CLI_EXIT_OK)
                 return r;
-        if (gh_statecache_fingerprint(rootfd, NULL, &fp, &err) < 0) {
+        if (gh_driver_fingerprint(rootfd, NULL, &fp, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cache fingerprint: %s\n", err->msg);
                 return CLI_EXIT_FAILURE;
         }
@@ -111,11 +111,11 @@ static int fingerprint(const struct cli_globals *g, int repeat)
         if (ns == NULL)
                 return CLI_EXIT_FAILURE;
         for (int i = 0; i < repeat; i++) {
-                struct gh_statecache_fp again = { 0 };
+                struct gh_driver_fp again = { 0 };
                 long t0 = now_ns();
-                r = gh_statecache_fingerprint(rootfd, fp.libs, &again, &err);
+                r = gh_driver_fingerprint(rootfd, fp.libs, &again, &err);
                 ns[i] = now_ns() - t0;
-                gh_statecache_fp_free(&again);
+                gh_driver_fp_free(&again);
                 if (r < 0) {
                         fprintf(stderr, "gpu-cli: cache fingerprint: %s\n", err->msg);
                         return CLI_EXIT_FAILURE;

@@ -1,5 +1,5 @@
 /* gpu-cli cdi-hook: the createContainer hook a CDI spec names; flag parsing only, the work is
- * gh_cdi_hook_run() in lib/cdi-hook.c. */
+ * gh_cdi_hook_run() in lib/ops/cdi-hook.c. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>

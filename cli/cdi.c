@@ -1,4 +1,4 @@
-/* gpu-cli cdi generate|list: CDI specs (lib/cdi.c builds them from the plan). */
+/* gpu-cli cdi generate|list: CDI specs (lib/ops/cdi.c builds them from the plan). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

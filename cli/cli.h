@@ -61,7 +61,7 @@ int cli_cdi_write(json_t *spec, const char *path, struct stat *st, gh_error_t *e
 /* The running program's path (/proc/self/exe); -1 with errno. */
 int cli_self_path(char *buf, size_t size);
 
-/* Exit codes, documented in --help: for an error, gh_error_exit_status() (lib/error.h) picks the
+/* Exit codes, documented in --help: for an error, gh_error_exit_status() (lib/util/error.h) picks the
  * status from the error's kind, with the same values. */
 enum {
         CLI_EXIT_OK = 0,

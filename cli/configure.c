@@ -1,5 +1,5 @@
 /* gpu-cli configure: the request from the command line (request.h), then gh_configure() in
- * lib/configure.c, or with --dry-run the plan it would apply, as JSON. */
+ * lib/core/configure.c, or with --dry-run the plan it would apply, as JSON. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* gpu-cli doctor: "why is my container's GPU idle?"  Runs the host checks, or one container's,
- * and prints each with its evidence, cause and fix (lib/doctor.c; docs/doctor.md). */
+ * and prints each with its evidence, cause and fix (lib/ops/doctor.c; docs/doctor.md). */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>

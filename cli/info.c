@@ -12,6 +12,7 @@
 #include "gpus.h"
 #include "rootfs.h"
 #include "service.h"
+#include "statecache.h"
 
 enum format { FORMAT_TEXT, FORMAT_CSV, FORMAT_JSON };
 
@@ -225,6 +226,7 @@ int cmd_info(int argc, char **argv, const struct cli_globals *g)
         gopts.uid = g->uid;
         gopts.gid = g->gid;
         gopts.state_file = no_cache ? NULL : g->state_file;
+        gopts.cache = &gh_statecache;
         rootfd = gh_rootfs_open(g->root, &err);
         if (rootfd < 0) {
                 fprintf(stderr, "gpu-cli: info: %s; check --root\n", err->msg);

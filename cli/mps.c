@@ -1,4 +1,4 @@
-/* gpu-cli mps: start, stop and list MPS groups (lib/mps.h, docs/mps.md). */
+/* gpu-cli mps: start, stop and list MPS groups (lib/ops/mps-daemon.h, docs/mps.md). */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -15,7 +15,7 @@
 #include "cli.h"
 #include "driver.h"
 #include "gpus.h"
-#include "mps.h"
+#include "mps-daemon.h"
 #include "oci.h"
 #include "rootfs.h"
 #include "select.h"

@@ -13,7 +13,7 @@
 
 #include "cleanup.h"
 #include "container.h"
-#include "mps.h"
+#include "mps-daemon.h"
 #include "oci.h"
 #include "rootfs.h"
 #include "snapshot.h"

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "container.h"
 #include "rootfs.h"
 #include "service.h"
 #include "snapshot.h"

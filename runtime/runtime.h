@@ -39,7 +39,7 @@ struct gh_rt_devices {
         size_t n;
 };
 
-/* The device nodes of the plan (lib/plan.h) for the decision's request, under cfg->cli.root. */
+/* The device nodes of the plan (lib/core/plan.h) for the decision's request, under cfg->cli.root. */
 int gh_rt_devices_for(const struct gh_config *cfg, const struct gh_env_decision *d, struct gh_rt_devices *out,
                       gh_error_t *err);
 void gh_rt_devices_free(struct gh_rt_devices *devs);

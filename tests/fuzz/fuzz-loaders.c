@@ -1,4 +1,4 @@
-/* Graphics loader files (lib/loaders.c, lib/jsonread.c).  Besides "no crash": the first byte picks the kind; an
+/* Graphics loader files (lib/core/loaders.c, lib/core/jsonread.c).  Besides "no crash": the first byte picks the kind; an
  * accepted file of a kind with a library names one that is non-empty and NUL-free, a refusal says
  * why. */
 #include <stdint.h>

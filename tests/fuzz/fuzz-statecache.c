@@ -1,4 +1,4 @@
-/* The driver-state cache file (lib/statecache.c).  Besides "no crash": an accepted file holds only
+/* The driver-state cache file (lib/ops/statecache.c).  Besides "no crash": an accepted file holds only
  * values in range (minors, string lengths, bus ids strictly ascending, MIG devices pointing at their
  * parent), and formatting it again gives a file that parses to the same thing. */
 #include <stdint.h>
@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         _cleanup_statecache_entry_ struct gh_statecache_entry again = { 0 };
         _cleanup_error_ gh_error_t err = NULL;
         _cleanup_free_ char *text = NULL;
-        struct gh_statecache_fp fp = { 0 };
+        struct gh_driver_fp fp = { 0 };
 
         if (gh_statecache_parse((const char *) data, size, &e, &err) < 0) {
                 if (err == NULL || err->msg == NULL || e.list.n != 0 || e.fingerprint != NULL)
@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         check(&e.list);
         fp.text = e.fingerprint;
-        for (size_t i = 0; i < GH_STATECACHE_NLIBS; i++)
+        for (size_t i = 0; i < GH_DRIVER_FP_NLIBS; i++)
                 fp.libs[i] = e.libs[i];
         text = gh_statecache_format(&fp, &e.list);
         if (text == NULL || gh_statecache_parse(text, strlen(text), &again, &err) < 0)

@@ -1,4 +1,4 @@
-/* lib/cdi.c without a driver: CDI name rules, the lowest cdiVersion of a spec, and --check's
+/* lib/ops/cdi.c without a driver: CDI name rules, the lowest cdiVersion of a spec, and --check's
  * comparison (what it names first).  The spec itself is tested end to end in
  * tests/integration/test-cdi.sh. */
 #include <stdlib.h>

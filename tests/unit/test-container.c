@@ -1,4 +1,4 @@
-/* lib/container.c: container runtime and id from /proc/PID/cgroup, per runtime naming. */
+/* lib/front/container.c: container runtime and id from /proc/PID/cgroup, per runtime naming. */
 #include <string.h>
 #include <unistd.h>
 

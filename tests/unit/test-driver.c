@@ -1,4 +1,4 @@
-/* lib/driver.c and lib/devices.c on driver roots built here: version parsing, which libraries,
+/* lib/core/driver.c and lib/core/devices.c on driver roots built here: version parsing, which libraries,
  * programs, firmware and sockets are taken (and which decoys are not), device nodes (root only). */
 #include <fcntl.h>
 #include <stdarg.h>
@@ -12,12 +12,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/capability.h"
-#include "lib/cleanup.h"
-#include "lib/devices.h"
-#include "lib/driver.h"
-#include "lib/ldcache.h"
-#include "lib/rootfs.h"
+#include "capability.h"
+#include "cleanup.h"
+#include "devices.h"
+#include "driver.h"
+#include "ldcache.h"
+#include "rootfs.h"
 #include "tests/tap.h"
 #include "tests/testutil.h"
 

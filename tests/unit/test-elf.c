@@ -1,4 +1,4 @@
-/* lib/elf.c: which files pass as driver libraries and programs.  Objects are built with gcc here. */
+/* lib/core/elf.c: which files pass as driver libraries and programs.  Objects are built with gcc here. */
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,8 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/cleanup.h"
-#include "lib/elf.h"
+#include "cleanup.h"
+#include "elf.h"
 #include "tests/tap.h"
 #include "tests/testutil.h"
 

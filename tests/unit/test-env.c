@@ -1,4 +1,4 @@
-/* lib/env.c helpers that the dry-run table cannot reach one by one: CUDA_VERSION parsing (the legacy
+/* lib/front/env.c helpers that the dry-run table cannot reach one by one: CUDA_VERSION parsing (the legacy
  * requirement) and NVIDIA_DISABLE_REQUIRE spellings.  The rules themselves are tested through
  * gpu-hook --dry-run in test-hook-dryrun.sh. */
 #include <string.h>

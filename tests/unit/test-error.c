@@ -1,4 +1,4 @@
-/* lib/error.c: an error's kind, not its errno, picks the exit status, through one table. */
+/* lib/util/error.c: an error's kind, not its errno, picks the exit status, through one table. */
 #include <errno.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* lib/gpus.c (the proc-file fast path) and, as root with the fake driver built, the NVML service:
+/* lib/core/gpus.c (the proc-file fast path) and, as root with the fake driver built, the NVML service:
  * every failure mode ends with no child left and no descriptor leaked. */
 #include <dirent.h>
 #include <errno.h>

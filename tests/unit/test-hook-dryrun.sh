@@ -423,7 +423,7 @@ OUT=$(printf '%s' "$STATE" | "$GPU_HOOK" --config="$GH_SOURCE_DIR/contrib/config
 t_match "$OUT" '^\{"gpu_container":true,"devices":\["0"\],"capabilities":\["compute","utility"\]' \
         "contrib/config.json is valid and holds the defaults"
 
-# --- limits: the request's (lib/request.h), the same in gpu-cli -----------------------------------
+# --- limits: the request's (lib/core/request.h), the same in gpu-cli -----------------------------------
 reqs() { local i e="NVIDIA_VISIBLE_DEVICES=0"; for ((i = 1; i <= $1; i++)); do e+="|NVIDIA_REQUIRE_R$i=cuda>=1.$i"; done; printf '%s' "$e"; }
 chans() { seq -s, 0 $(($1 - 1)); }
 write_config ""

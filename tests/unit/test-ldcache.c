@@ -1,4 +1,4 @@
-/* lib/ldcache.c against glibc's own ldconfig: caches it wrote (new, compat, old formats) read back
+/* lib/core/ldcache.c against glibc's own ldconfig: caches it wrote (new, compat, old formats) read back
  * entry for entry like `ldconfig -p`; truncated and corrupted caches fail cleanly; what we write,
  * ldconfig reads back identically and ld.so finds libraries in it by SONAME. */
 #include <errno.h>
@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/cleanup.h"
-#include "lib/ldcache.h"
+#include "cleanup.h"
+#include "ldcache.h"
 #include "tests/tap.h"
 #include "tests/testutil.h"
 

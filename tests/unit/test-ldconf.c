@@ -1,4 +1,4 @@
-/* lib/ldconf.c: the ld.so.conf parser line by line, and reading a hostile image's configuration:
+/* lib/core/ldconf.c: the ld.so.conf parser line by line, and reading a hostile image's configuration:
  * include loops, includes and library directories that are symlinks out of the root, FIFOs, huge
  * files, a glob matching hundreds of files.  The work stays bounded, nothing outside the root is
  * read (a library directory planted outside never shows up in the cache), the host is untouched. */
@@ -10,11 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/cleanup.h"
-#include "lib/ldcache.h"
-#include "lib/ldconf.h"
-#include "lib/ldscan.h"
-#include "lib/plan.h"
+#include "cleanup.h"
+#include "ldcache.h"
+#include "ldconf.h"
+#include "ldscan.h"
+#include "plan.h"
 #include "tests/tap.h"
 #include "tests/testutil.h"
 

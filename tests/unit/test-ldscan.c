@@ -1,4 +1,4 @@
-/* lib/ldscan.c and lib/ldcache-merge.c against glibc's own ldconfig, on an image of this machine's
+/* lib/core/ldscan.c and lib/core/ldcache-merge.c against glibc's own ldconfig, on an image of this machine's
  * real libraries (tests/unit/make-ldimage.sh: x86-64 and i386, glibc-hwcaps and tls
  * subdirectories, ld.so.conf includes).  When the image's /etc/ld.so.cache is absent, empty,
  * garbage, a FIFO, a symlink out of the root or too large, the cache written has the same entries
@@ -14,10 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/cleanup.h"
-#include "lib/ldcache.h"
-#include "lib/ldscan.h"
-#include "lib/plan.h"
+#include "cleanup.h"
+#include "ldcache.h"
+#include "ldscan.h"
+#include "plan.h"
 #include "tests/tap.h"
 #include "tests/testutil.h"
 
@@ -206,7 +206,7 @@ int main(int argc, char **argv)
                 /* A stale libcuda in the image (an old driver's copy). */
                 sh("cp '%s/usr/lib/x86_64-linux-gnu/libz.so.1' '%s/usr/local/lib/libcuda.so.1'", ROOT, ROOT);
                 sh("patchelf --set-soname libcuda.so.1 '%s/usr/local/lib/libcuda.so.1' 2>/dev/null", ROOT);
-                /* As lib/plan.c plans them: each library and each development link an entry. */
+                /* As lib/core/plan.c plans them: each library and each development link an entry. */
                 gh_plan_add_library(&plan, "libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", false, &err);
                 gh_plan_add_symlink(&plan, "/usr/lib/x86_64-linux-gnu/libcuda.so", "libcuda.so.1", true, &err);
                 gh_plan_add_library(&plan, "libcuda.so", "/usr/lib/x86_64-linux-gnu/libcuda.so", false, &err);

@@ -1,4 +1,4 @@
-/* lib/loaders.c: which loader files are valid (gh_loader_parse), and discovery on a driver root
+/* lib/core/loaders.c: which loader files are valid (gh_loader_parse), and discovery on a driver root
  * built here: search order, the driver's own prefix, first valid file of a name wins, library
  * checks (bare SONAME, absolute path to a discovered library), non-regular and oversized files. */
 #include <fcntl.h>
@@ -8,10 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/cleanup.h"
-#include "lib/driver.h"
-#include "lib/loaders.h"
-#include "lib/rootfs.h"
+#include "cleanup.h"
+#include "driver.h"
+#include "loaders.h"
+#include "rootfs.h"
 #include "tests/tap.h"
 #include "tests/testutil.h"
 

@@ -1,4 +1,4 @@
-/* lib/oci.c: bounded reads, the JSON pre-checks, the state and config.json fields the hook uses. */
+/* lib/front/oci.c: bounded reads, the JSON pre-checks, the state and config.json fields the hook uses. */
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-/* lib/request.c: one request, written as gpu-cli arguments and read back; one set of limits. */
+/* lib/core/request.c: one request, written as gpu-cli arguments and read back; one set of limits. */
 #include <string.h>
 
 #include "capability.h"

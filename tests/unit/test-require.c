@@ -1,4 +1,4 @@
-/* lib/require.c: the NVIDIA_REQUIRE_* expression language, its evaluation and its messages. */
+/* lib/core/require.c: the NVIDIA_REQUIRE_* expression language, its evaluation and its messages. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* lib/select.c: NVIDIA_VISIBLE_DEVICES parsing and resolution against a GPU list. */
+/* lib/core/select.c: NVIDIA_VISIBLE_DEVICES parsing and resolution against a GPU list. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* lib/statecache.c: the cache file's format (round trip, and input that must be refused) and, as
+/* lib/ops/statecache.c: the cache file's format (round trip, and input that must be refused) and, as
  * root with the fake driver built, the promise that matters: requirements and device selection on a
  * warm cache decide exactly as with NVML: same pass/fail, same messages, over every expression of
  * the requirement test set (tests/unit/test-require.c, read at run time so the set cannot drift). */
@@ -55,8 +55,8 @@ static void test_format(void)
         struct gh_gpu gpus[2];
         struct gh_mig migs[2];
         struct gh_gpu_list l;
-        struct gh_statecache_fp fp = { .text = (char *) "format 1\nboot x\n",
-                                       .libs = { (char *) "/usr/lib/libnvidia-ml.so.1", (char *) "" } };
+        struct gh_driver_fp fp = { .text = (char *) "format 1\nboot x\n",
+                                   .libs = { (char *) "/usr/lib/libnvidia-ml.so.1", (char *) "" } };
         _cleanup_statecache_entry_ struct gh_statecache_entry e = { 0 };
         _cleanup_error_ gh_error_t err = NULL;
         _cleanup_free_ char *text = NULL;
@@ -207,6 +207,7 @@ static void test_equivalence(void)
                 return;
         rootfd = gh_rootfs_open(dir, &err);
         cached.state_file = state;
+        cached.cache = &gh_statecache;
         ok(rootfd >= 0 && gh_gpus_load(rootfd, &nvml, &a, &err) == 0 && a.origin == GH_ORIGIN_NVML, "NVML answers");
         ok(gh_gpus_load(rootfd, &cached, &fill, &err) == 0 && fill.origin == GH_ORIGIN_NVML, "a cold cache asks NVML");
         ok(gh_gpus_load(rootfd, &cached, &b, &err) == 0 && b.origin == GH_ORIGIN_CACHE, "then the cache answers");

@@ -78,9 +78,9 @@ int gh_ldcache_write(int dirfd, const char *name, const struct gh_ldcache_entry 
 
 struct gh_plan;
 
-/* The container's /etc/ld.so.cache after an injection (lib/ldcache-merge.c; rules in
+/* The container's /etc/ld.so.cache after an injection (lib/core/ldcache-merge.c; rules in
  * docs/ldcache.md): the image's own cache when it is usable, else the entries its ld.so.conf calls
- * for (lib/ldscan.c); then the plan's libraries and their development links ("libcuda.so"), each
+ * for (lib/core/ldscan.c); then the plan's libraries and their development links ("libcuda.so"), each
  * replacing the image's entries of the same name and type.  Runs inside the container's mount
  * namespace with GH_PHASE_LDCACHE; procfd: a procfs of our pid namespace (or AT_FDCWD). */
 int gh_ldcache_update(const struct gh_plan *plan, int rootfd, int procfd, gh_error_t *err);

@@ -2,7 +2,7 @@
  * `ldconfig -X -r ROOT` (glibc 2.36) would index, computed natively through the in-root resolver.
  * Used when the image has no usable /etc/ld.so.cache; docs/ldcache.md has the rules.
  *
- * Directories: /etc/ld.so.conf and its includes (lib/ldconf.c), then the loader's trusted
+ * Directories: /etc/ld.so.conf and its includes (lib/core/ldconf.c), then the loader's trusted
  * directories; each one once (by inode); the glibc-hwcaps subdirectories of configured ones and
  * the legacy hwcap subdirectories (x86_64, tls, haswell, ...) found while scanning.  In each
  * directory the files named like libraries are identified from their ELF headers (SONAME, class,

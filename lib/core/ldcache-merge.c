@@ -67,7 +67,7 @@ static int read_container_cache(int rootfd, int procfd, struct gh_ldcache **cach
 }
 
 /* The plan's ld cache entries: its libraries by SONAME and its development links ("libcuda.so")
- * under their own names (lib/plan.c). */
+ * under their own names (lib/core/plan.c). */
 static int injected_entries(const struct gh_plan *plan, struct gh_ldcache_set *news, gh_error_t *err)
 {
         for (size_t i = 0; i < plan->nlibs; i++) {

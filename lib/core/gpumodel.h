@@ -63,6 +63,19 @@ enum gh_gpus_source {
         GH_GPUS_CUDA, /* the fast path plus the CUDA version from libcuda (no NVML, no cuInit) */
 };
 
+struct gh_gpu_list;
+struct gh_driver_fp;
+struct gpuhook_error;
+/* The driver-state cache as the core sees it: the front end that has one hands it down
+ * (ops/statecache.h's gh_statecache); libgpuhook.so has none.  lookup returns 1 with *list filled
+ * on a hit, 0 on a miss (why gets a short reason); save stores what NVML answered under the
+ * fingerprint taken before asking. */
+struct gh_gpu_cache {
+        int (*lookup)(int rootfd, const char *path, struct gh_gpu_list *list, char *why, size_t size);
+        int (*save)(const char *path, const struct gh_driver_fp *fp, const struct gh_gpu_list *list,
+                    struct gpuhook_error **err);
+};
+
 struct gh_gpus_opts {
         enum gh_gpus_source source;
         uid_t uid;      /* identity of the driver service child; (uid_t) -1 = the overflow uid */
@@ -71,8 +84,9 @@ struct gh_gpus_opts {
         /* GH_GPUS_NVML only: the driver-state cache file (statecache.h), NULL = none.  A hit answers
          * without starting the service; a miss asks NVML and then saves the answer. */
         const char *state_file;
-        bool refresh;    /* skip the lookup: always ask NVML, then save */
-        bool with_usage; /* NVML only: also each GPU's utilisation, memory and processes */
+        const struct gh_gpu_cache *cache; /* the cache's code (below); NULL = none, state_file unused */
+        bool refresh;                     /* skip the lookup: always ask NVML, then save */
+        bool with_usage;                  /* NVML only: also each GPU's utilisation, memory and processes */
         /* GH_GPUS_NVML: of NVML's facts only the CUDA version is needed.  When the cache misses (or
          * there is none) the GPUs come from the fast path and the CUDA version from libcuda
          * (GH_ORIGIN_CUDA); NVML is asked only if that fails.  That answer is not saved. */

@@ -14,18 +14,7 @@
 #include <sys/types.h>
 
 #include "error.h"
-
-#define GH_CONTAINER_ID_MAX 128
-#define GH_RUNTIME_MAX 16
-
-struct gh_proc_owner {
-        bool in_container;            /* false: a host process */
-        char runtime[GH_RUNTIME_MAX]; /* "docker", "containerd", "cri-o", "podman", "runc", "crun",
-                                         * "cri" (Kubernetes, runtime unknown), "unknown" */
-        char id[GH_CONTAINER_ID_MAX]; /* "" for host processes */
-        pid_t ns_pid;                 /* PID inside its namespace (the host PID for host processes) */
-        char comm[17];
-};
+#include "usage.h"
 
 /* Parses the text of /proc/PID/cgroup (len bytes).  Returns 1 with runtime and id set when a
  * runtime's naming is recognised, 0 with id = the last component of the cgroup path (or "" for
@@ -46,5 +35,10 @@ struct gh_container_ref {
 /* Finds a running container by id, or by a unique prefix of at least 4 characters, in the default
  * state directories (runc, crun, Docker's and containerd's runc roots) and state_roots. */
 int gh_container_find(const char *id, const char *const *state_roots, struct gh_container_ref *out, gh_error_t *err);
+
+struct gh_gpu_list;
+/* Fills every process's owner (container or host) from /proc (container.c).  state_roots: extra runtime state
+ * directories to search for container ids (NULL-terminated, may be NULL). */
+void gh_usage_attribute(struct gh_gpu_list *list, const char *const *state_roots);
 
 #endif

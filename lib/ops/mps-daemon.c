@@ -1,4 +1,5 @@
-/* MPS groups (mps.h, docs/mps.md): start, stop, list one control daemon per group. */
+/* MPS groups' control daemons (mps-daemon.h, docs/mps.md): start, stop, and talk to one
+ * nvidia-cuda-mps-control per group.  The group directory's state files are core/mps.c's. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -23,96 +24,21 @@
 #include "cleanup.h"
 #include "driver.h"
 #include "log.h"
-#include "mps.h"
+#include "mps-daemon.h"
+#include "proc.h"
 
-#define STATE_FILE "group"
 #define REMOVE_DEPTH_MAX 32
 #define OUTPUT_MAX 65536
 
-static const char *group_dir_base(const char *dir) { return dir ? dir : GH_MPS_DEFAULT_DIR; }
-
-int gh_mps_name_check(const char *name, gh_error_t *err)
-{
-        size_t n = name ? strlen(name) : 0;
-
-        if (n == 0 || n > GH_MPS_NAME_MAX)
-                return gh_err(err, 0, "invalid MPS group name '%.80s': use 1-%d letters, digits, '_', '.' or '-'",
-                              name ? name : "", GH_MPS_NAME_MAX);
-        if (name[0] == '.' || name[0] == '-')
-                return gh_err(err, 0, "invalid MPS group name '%s': it must not start with '.' or '-'", name);
-        for (size_t i = 0; i < n; i++)
-                if (!isalnum((unsigned char) name[i]) && name[i] != '_' && name[i] != '.' && name[i] != '-')
-                        return gh_err(err, 0,
-                                      "invalid MPS group name '%.80s': use only letters, digits, '_', '.' or '-'",
-                                      name);
-        return 0;
-}
-
-int gh_mps_parse_size(const char *s, unsigned long long *mib, gh_error_t *err)
-{
-        char *end;
-        unsigned long long v, mult = 1;
-
-        errno = 0;
-        if (s == NULL || !isdigit((unsigned char) s[0]))
-                goto bad;
-        v = strtoull(s, &end, 10);
-        if (errno != 0)
-                goto bad;
-        if (strcasecmp(end, "G") == 0 || strcasecmp(end, "GiB") == 0 || strcasecmp(end, "GB") == 0)
-                mult = 1024;
-        else if (strcasecmp(end, "T") == 0 || strcasecmp(end, "TiB") == 0 || strcasecmp(end, "TB") == 0)
-                mult = 1024 * 1024;
-        else if (*end != '\0' && strcasecmp(end, "M") != 0 && strcasecmp(end, "MiB") != 0 && strcasecmp(end, "MB") != 0)
-                goto bad;
-        if (v == 0 || v > (1ULL << 40) / mult)
-                goto bad;
-        *mib = v * mult;
-        return 0;
-bad:
-        return gh_err(err, 0, "invalid memory size '%.40s': write it as 4G, 512M or a number of MiB", s ? s : "");
-}
-
-/* ---- small process helpers ---- */
-
 static int pidfd_open_(pid_t pid) { return (int) syscall(SYS_pidfd_open, pid, 0); }
-
-/* Field 22 of /proc/PID/stat (start time in clock ticks); 0 when the process is gone. */
-static unsigned long long proc_starttime(pid_t pid)
-{
-        char path[64], buf[1024], *p;
-        unsigned long long v = 0;
-        ssize_t n;
-        _cleanup_close_ int fd = -1;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
-                return 0;
-        buf[n] = '\0';
-        p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-        if (p == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
-                return 0; /* a zombie has exited: nobody reaped it yet */
-        /* p is at the ')' ending field 2; each space found starts the next field */
-        for (int field = 2; field < 22 && p; field++)
-                p = strchr(p + 1, ' ');
-        if (p)
-                v = strtoull(p + 1, NULL, 10);
-        return v;
-}
-
-static bool group_alive(const struct gh_mps_group *g)
-{
-        return g->pid > 0 && g->starttime != 0 && proc_starttime(g->pid) == g->starttime;
-}
 
 /* Waits for pid (not necessarily our child) to exit; true when it did within timeout_ms. */
 static bool wait_gone(pid_t pid, unsigned long long starttime, int timeout_ms)
 {
         _cleanup_close_ int pfd = pidfd_open_(pid);
         if (pfd < 0)
-                return errno == ESRCH || proc_starttime(pid) != starttime;
-        if (proc_starttime(pid) != starttime)
+                return errno == ESRCH || gh_proc_starttime(pid) != starttime;
+        if (gh_proc_starttime(pid) != starttime)
                 return true;
         struct pollfd p = { .fd = pfd, .events = POLLIN };
         return poll(&p, 1, timeout_ms) == 1;
@@ -175,7 +101,7 @@ static size_t group_members(const char *group, pid_t daemon, struct member *m, s
                         continue;
                 if (getsid((pid_t) pid) == daemon || environ_has((pid_t) pid, needle)) {
                         m[n].pid = (pid_t) pid;
-                        m[n].start = proc_starttime((pid_t) pid);
+                        m[n].start = gh_proc_starttime((pid_t) pid);
                         if (m[n].start)
                                 n++;
                 }
@@ -213,8 +139,6 @@ static void free_env(char *buf[4])
         for (int i = 0; i < 4; i++)
                 free(buf[i]);
 }
-
-/* ---- the group directory ---- */
 
 static int open_base(const char *dir, bool create, gh_error_t *err)
 {
@@ -280,189 +204,20 @@ static int remove_tree_at(int parent, const char *name, int depth)
         return unlinkat(parent, name, AT_REMOVEDIR);
 }
 
-static void group_path(char *buf, size_t size, const char *dir, const char *name, const char *sub)
-{
-        snprintf(buf, size, "%s/%s%s%s", group_dir_base(dir), name, sub ? "/" : "", sub ? sub : "");
-}
-
 /* Unmounts the group's shm and removes its directory; quiet, for cleanup paths. */
 static int remove_group(const char *dir, const char *name, gh_error_t *err)
 {
         char shm[PATH_MAX];
         _cleanup_close_ int base = -1;
 
-        group_path(shm, sizeof(shm), dir, name, "shm");
+        gh_mps_group_path(shm, sizeof(shm), dir, name, "shm");
         while (umount2(shm, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
                 ; /* stacked mounts, if any */
-        base = open(group_dir_base(dir), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        base = open(gh_mps_dir(dir), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (base < 0 || remove_tree_at(base, name, 0) < 0)
-                return gh_err(err, errno, "removing the MPS group directory %s/%s", group_dir_base(dir), name);
+                return gh_err(err, errno, "removing the MPS group directory %s/%s", gh_mps_dir(dir), name);
         return 0;
 }
-
-int gh_mps_kv_write(const char *path, const char *text, gh_error_t *err)
-{
-        char tmp[PATH_MAX];
-        size_t len = strlen(text);
-        _cleanup_close_ int fd = -1;
-
-        if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int) sizeof(tmp))
-                return gh_err(err, ENAMETOOLONG, "writing %s", path);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0 || write(fd, text, len) != (ssize_t) len || rename(tmp, path) < 0) {
-                int e = errno;
-                if (fd >= 0)
-                        unlink(tmp);
-                return gh_err(err, e, "writing %s", path);
-        }
-        return 0;
-}
-
-int gh_mps_kv_read(const char *path, void (*line)(const char *key, const char *value, void *data), void *data,
-                   gh_error_t *err)
-{
-        char buf[GH_MPS_KV_MAX + 1];
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        struct stat st;
-        ssize_t n;
-
-        if (fd < 0)
-                return gh_err(err, errno, "opening %s", path);
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) ||
-            st.st_size > GH_MPS_KV_MAX)
-                return gh_err(err, EBADMSG, "%s is not a root-owned regular file of sane size", path);
-        n = read(fd, buf, GH_MPS_KV_MAX);
-        if (n < 0)
-                return gh_err(err, errno, "reading %s", path);
-        buf[n] = '\0';
-        for (char *l = buf, *next; l && *l; l = next) {
-                next = strchr(l, '\n');
-                if (next)
-                        *next++ = '\0';
-                char *eq = strchr(l, '=');
-                if (eq == NULL)
-                        continue;
-                *eq = '\0';
-                line(l, eq + 1, data);
-        }
-        return 0;
-}
-
-static int write_state(const char *dir, const struct gh_mps_group *g, gh_error_t *err)
-{
-        char path[PATH_MAX], buf[GH_MPS_KV_MAX];
-
-        snprintf(buf, sizeof(buf),
-                 "name=%s\ngpu_uuid=%s\ngpu_index=%u\nthreads=%d\nmemory_mib=%llu\npid=%d\nstarttime=%llu\n", g->name,
-                 g->gpu_uuid, g->gpu_index, g->threads, g->memory_mib, (int) g->pid, g->starttime);
-        group_path(path, sizeof(path), dir, g->name, STATE_FILE);
-        if (gh_mps_kv_write(path, buf, err) < 0)
-                return gh_err_wrap(err, "the MPS group state");
-        return 0;
-}
-
-static void state_line(const char *key, const char *v, void *data)
-{
-        struct gh_mps_group *g = data;
-
-        if (strcmp(key, "name") == 0)
-                snprintf(g->name, sizeof(g->name), "%s", v);
-        else if (strcmp(key, "gpu_uuid") == 0)
-                snprintf(g->gpu_uuid, sizeof(g->gpu_uuid), "%s", v);
-        else if (strcmp(key, "gpu_index") == 0)
-                g->gpu_index = (unsigned) strtoul(v, NULL, 10);
-        else if (strcmp(key, "threads") == 0)
-                g->threads = (int) strtol(v, NULL, 10);
-        else if (strcmp(key, "memory_mib") == 0)
-                g->memory_mib = strtoull(v, NULL, 10);
-        else if (strcmp(key, "pid") == 0)
-                g->pid = (pid_t) strtol(v, NULL, 10);
-        else if (strcmp(key, "starttime") == 0)
-                g->starttime = strtoull(v, NULL, 10);
-}
-
-int gh_mps_load(const char *dir, const char *name, struct gh_mps_group *g, gh_error_t *err)
-{
-        char path[PATH_MAX];
-
-        if (gh_mps_name_check(name, err) < 0)
-                return -1;
-        memset(g, 0, sizeof(*g));
-        group_path(path, sizeof(path), dir, name, STATE_FILE);
-        _cleanup_error_ gh_error_t e = NULL;
-        if (gh_mps_kv_read(path, state_line, g, &e) < 0) {
-                if (e->code == ENOENT) {
-                        gh_err(err, 0, "no MPS group '%s' (see 'gpu-cli mps list')", name);
-                        return gh_err_code(err, ENOENT);
-                }
-                if (e->code == EBADMSG)
-                        return gh_err(err, 0, "the MPS group state %s; stop the group with 'gpu-cli mps stop %s'",
-                                      e->msg, name);
-                return gh_err(err, 0, "the MPS group state: %s", e->msg);
-        }
-        if (strcmp(g->name, name) != 0 || g->gpu_uuid[0] == '\0')
-                return gh_err(err, 0, "the MPS group state %s is malformed; stop the group with 'gpu-cli mps stop %s'",
-                              path, name);
-        g->alive = group_alive(g);
-        return 0;
-}
-
-int gh_mps_load_running(const char *dir, const char *name, struct gh_mps_group *g, gh_error_t *err)
-{
-        if (gh_mps_load(dir, name, g, err) < 0)
-                return -1;
-        if (!g->alive)
-                return gh_err(err, 0,
-                              "MPS group '%s' is not running (its daemon %d is gone); restart it: gpu-cli mps stop %s, "
-                              "then mps start",
-                              g->name, (int) g->pid, g->name);
-        return 0;
-}
-
-static int cmp_group(const void *a, const void *b)
-{
-        return strcmp(((const struct gh_mps_group *) a)->name, ((const struct gh_mps_group *) b)->name);
-}
-
-int gh_mps_list(const char *dir, struct gh_mps_group **groups, size_t *n, gh_error_t *err)
-{
-        _cleanup_closedir_ DIR *d = NULL;
-        struct gh_mps_group *v = NULL;
-        size_t k = 0, cap = 0;
-        struct dirent *de;
-
-        *groups = NULL;
-        *n = 0;
-        d = opendir(group_dir_base(dir));
-        if (d == NULL)
-                return errno == ENOENT ? 0 : gh_err(err, errno, "reading %s", group_dir_base(dir));
-        while ((de = readdir(d)) != NULL) {
-                _cleanup_error_ gh_error_t e = NULL;
-                struct gh_mps_group g;
-                if (de->d_name[0] == '.' || gh_mps_name_check(de->d_name, &e) < 0)
-                        continue;
-                if (gh_mps_load(dir, de->d_name, &g, &e) < 0) {
-                        gh_warn("%s", e->msg);
-                        continue;
-                }
-                if (k == cap) {
-                        struct gh_mps_group *grown = realloc(v, (cap = cap ? cap * 2 : 8) * sizeof(*v));
-                        if (grown == NULL) {
-                                free(v);
-                                return gh_err(err, ENOMEM, "listing MPS groups");
-                        }
-                        v = grown;
-                }
-                v[k++] = g;
-        }
-        if (k)
-                qsort(v, k, sizeof(*v), cmp_group);
-        *groups = v;
-        *n = k;
-        return 0;
-}
-
-/* ---- talking to the daemon ---- */
 
 int gh_mps_control(const char *dir, const char *name, const char *control, const char *commands, char **output,
                    gh_error_t *err)
@@ -476,7 +231,7 @@ int gh_mps_control(const char *dir, const char *name, const char *control, const
         bool timed_out = false;
 
         *output = NULL;
-        group_path(group, sizeof(group), dir, name, NULL);
+        gh_mps_group_path(group, sizeof(group), dir, name, NULL);
         in = memfd_create("mps-commands", MFD_CLOEXEC);
         if (in < 0 || write(in, commands, strlen(commands)) != (ssize_t) strlen(commands) ||
             lseek(in, 0, SEEK_SET) < 0 || pipe2(outp, O_CLOEXEC) < 0)
@@ -600,8 +355,6 @@ int gh_mps_find_control(int rootfd, const char *root, const char *ldcache, char 
         return r;
 }
 
-/* ---- start and stop ---- */
-
 /* Child side of the daemon start: never returns. */
 static void exec_daemon(const char *group, const char *control, const char *uuid, int logfd)
 {
@@ -700,7 +453,7 @@ static int wait_ready(const char *group, const struct gh_mps_group *g, int timeo
         snprintf(control, sizeof(control), "%s/pipe/control", group);
         clock_gettime(CLOCK_MONOTONIC, &t0);
         for (;;) {
-                if (!group_alive(g)) {
+                if (!gh_mps_group_alive(g)) {
                         last_log_line(group, line, sizeof(line));
                         return gh_err(err, 0, "the MPS control daemon exited at once%s%s (log: %s/log)",
                                       line[0] ? ": " : "", line, group);
@@ -749,7 +502,7 @@ int gh_mps_start(const struct gh_mps_start *o, struct gh_mps_group *out, gh_erro
                 return -1;
         if (o->threads < 0 || o->threads > 100)
                 return gh_err(err, 0, "invalid --threads=%d: give a percentage from 1 to 100", o->threads);
-        base = open_base(group_dir_base(o->dir), true, err);
+        base = open_base(gh_mps_dir(o->dir), true, err);
         if (base < 0)
                 return -1;
         if (mkdirat(base, o->name, 0755) < 0) {
@@ -760,8 +513,8 @@ int gh_mps_start(const struct gh_mps_start *o, struct gh_mps_group *out, gh_erro
                 }
                 return gh_err(err, errno, "creating MPS group '%s'", o->name);
         }
-        group_path(group, sizeof(group), o->dir, o->name, NULL);
-        group_path(shm, sizeof(shm), o->dir, o->name, "shm");
+        gh_mps_group_path(group, sizeof(group), o->dir, o->name, NULL);
+        gh_mps_group_path(shm, sizeof(shm), o->dir, o->name, "shm");
         gfd = openat(base, o->name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (gfd < 0 || mkdirat(gfd, "pipe", 0755) < 0 || mkdirat(gfd, "log", 0755) < 0 ||
             mkdirat(gfd, "shm", 0755) < 0) {
@@ -780,8 +533,8 @@ int gh_mps_start(const struct gh_mps_start *o, struct gh_mps_group *out, gh_erro
         g.pid = spawn_daemon(group, o->control, o->gpu->uuid, err);
         if (g.pid < 0)
                 goto fail;
-        g.starttime = proc_starttime(g.pid);
-        if (wait_ready(group, &g, timeout, err) < 0 || apply_limits(o, err) < 0 || write_state(o->dir, &g, err) < 0)
+        g.starttime = gh_proc_starttime(g.pid);
+        if (wait_ready(group, &g, timeout, err) < 0 || apply_limits(o, err) < 0 || gh_mps_save(o->dir, &g, err) < 0)
                 goto fail;
         g.alive = true;
         gh_debug("MPS group %s: daemon %d on %s", g.name, (int) g.pid, g.gpu_uuid);
@@ -809,7 +562,7 @@ int gh_mps_stop(const char *dir, const char *name, const char *control, int time
 
         if (gh_mps_name_check(name, err) < 0)
                 return -1;
-        group_path(path, sizeof(path), dir, name, NULL);
+        gh_mps_group_path(path, sizeof(path), dir, name, NULL);
         if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
                 gh_err(err, 0, "no MPS group '%s' (see 'gpu-cli mps list')", name);
                 return gh_err_code(err, ENOENT);
@@ -833,7 +586,7 @@ int gh_mps_stop(const char *dir, const char *name, const char *control, int time
                 char group[PATH_MAX];
                 size_t nm;
 
-                group_path(group, sizeof(group), dir, name, NULL);
+                gh_mps_group_path(group, sizeof(group), dir, name, NULL);
                 nm = group_members(group, g.pid, members, MEMBERS_MAX);
                 if (control && gh_mps_control(dir, name, control, "quit\n", &out, &e) < 0)
                         gh_warn("%s", e->msg);
@@ -841,7 +594,7 @@ int gh_mps_stop(const char *dir, const char *name, const char *control, int time
                         gh_warn("MPS group '%s': the daemon did not quit; killing its session", name);
                 }
                 /* whatever is left of its session (servers of clients that hang on) goes too */
-                unsigned long long now = proc_starttime(g.pid);
+                unsigned long long now = gh_proc_starttime(g.pid);
                 if (now == g.starttime || now == 0) /* not if the pid was reused meanwhile */
                         kill_session(g.pid);
                 wait_gone(g.pid, g.starttime, 2000);

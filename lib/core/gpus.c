@@ -13,32 +13,12 @@
 
 #include "cleanup.h"
 #include "driver.h"
+#include "fingerprint.h"
 #include "gpus.h"
 #include "readfile.h"
 #include "log.h"
 #include "rootfs.h"
 #include "service.h"
-#include "statecache.h"
-
-/* The driver-state cache is a separate static library (it needs jansson, which libgpuhook does not
- * carry): gpu-cli links it; where it is not linked (libgpuhook.so) these are NULL and there is no
- * cache. */
-#pragma weak gh_statecache_lookup
-#pragma weak gh_statecache_fingerprint
-#pragma weak gh_statecache_save
-#pragma weak gh_statecache_fp_free
-
-static bool have_statecache(void)
-{
-        return gh_statecache_lookup != NULL && gh_statecache_fingerprint != NULL && gh_statecache_save != NULL &&
-               gh_statecache_fp_free != NULL;
-}
-
-static void fp_free(struct gh_statecache_fp *fp)
-{
-        if (gh_statecache_fp_free != NULL)
-                gh_statecache_fp_free(fp);
-}
 
 /* The driver's proc files are a few hundred bytes; a file far larger than that is not one. */
 #define PROC_FILE_MAX (64 * 1024)
@@ -309,7 +289,7 @@ static int load_cached(int rootfd, const struct gh_gpus_opts *opts, struct gh_gp
         char why[256];
         long t0 = mono_us();
 
-        if (gh_statecache_lookup(rootfd, opts->state_file, list, why, sizeof(why)) <= 0) {
+        if (opts->cache->lookup(rootfd, opts->state_file, list, why, sizeof(why)) <= 0) {
                 gh_debug("driver-state cache %s: %s (%ld us)", opts->state_file, why, mono_us() - t0);
                 return 0;
         }
@@ -324,14 +304,13 @@ static int load_cached(int rootfd, const struct gh_gpus_opts *opts, struct gh_gp
 }
 
 /* After a miss: the answer NVML just gave is saved under the fingerprint taken before asking. */
-static void save_cached(const struct gh_gpus_opts *opts, const struct gh_statecache_fp *fp,
-                        const struct gh_gpu_list *list)
+static void save_cached(const struct gh_gpus_opts *opts, const struct gh_driver_fp *fp, const struct gh_gpu_list *list)
 {
         _cleanup_error_ gh_error_t e = NULL;
 
         if (fp->text == NULL)
                 return;
-        if (gh_statecache_save(opts->state_file, fp, list, &e) < 0)
+        if (opts->cache->save(opts->state_file, fp, list, &e) < 0)
                 gh_debug("driver-state cache not saved: %s", e->msg);
         else
                 gh_debug("driver-state cache %s saved", opts->state_file);
@@ -340,16 +319,16 @@ static void save_cached(const struct gh_gpus_opts *opts, const struct gh_stateca
 /* The fast path, and the CUDA version from the driver's libcuda (no NVML).  fp is the fingerprint
  * already taken, if any; else one is taken here (and dropped), because it knows which file is the
  * driver's libcuda. */
-static int load_cuda(int rootfd, const struct gh_gpus_opts *opts, const struct gh_statecache_fp *fp,
+static int load_cuda(int rootfd, const struct gh_gpus_opts *opts, const struct gh_driver_fp *fp,
                      struct gh_gpu_list *list, gh_error_t *err)
 {
-        __attribute__((cleanup(fp_free))) struct gh_statecache_fp own = { 0 };
+        _cleanup_driver_fp_ struct gh_driver_fp own = { 0 };
         _cleanup_error_ gh_error_t e = NULL;
 
         if (gh_gpus_fast(rootfd, list, err) < 0)
                 return -1;
         if (fp->text == NULL) {
-                if (have_statecache() && gh_statecache_fingerprint(rootfd, NULL, &own, &e) < 0)
+                if (gh_driver_fingerprint(rootfd, NULL, &own, &e) < 0)
                         gh_debug("finding the driver's libcuda: %s; loading libcuda.so.1 by name", e->msg);
                 fp = &own;
         }
@@ -365,7 +344,7 @@ static int load_cuda(int rootfd, const struct gh_gpus_opts *opts, const struct g
 int gh_gpus_load(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list *list, gh_error_t *err)
 {
         static const struct gh_gpus_opts defaults = GH_GPUS_OPTS_DEFAULT;
-        __attribute__((cleanup(fp_free))) struct gh_statecache_fp fp = { 0 };
+        _cleanup_driver_fp_ struct gh_driver_fp fp = { 0 };
 
         if (opts == NULL)
                 opts = &defaults;
@@ -375,15 +354,15 @@ int gh_gpus_load(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list
         }
         if (opts->source == GH_GPUS_CUDA)
                 return load_cuda(rootfd, opts, &fp, list, err);
-        if (opts->state_file != NULL && !have_statecache())
-                gh_debug("driver-state cache: not in this build of the library; asking NVML");
+        if (opts->state_file != NULL && opts->cache == NULL)
+                gh_debug("driver-state cache: none handed to the library; asking NVML");
         else if (opts->state_file != NULL) {
                 _cleanup_error_ gh_error_t e = NULL;
                 if (!opts->refresh && load_cached(rootfd, opts, list))
                         return 0;
                 /* Taken before NVML answers: a change meanwhile leaves a cache that will not match.
                  * Only root writes the cache, so only root needs it. */
-                if (geteuid() == 0 && gh_statecache_fingerprint(rootfd, NULL, &fp, &e) < 0)
+                if (geteuid() == 0 && gh_driver_fingerprint(rootfd, NULL, &fp, &e) < 0)
                         gh_debug("driver-state cache: no fingerprint (%s); not saving", e->msg);
         }
         if (opts->cuda_enough && !opts->refresh) {
@@ -400,7 +379,7 @@ int gh_gpus_load(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list
                 return -1;
         gh_gpus_number(list);
         list->origin = GH_ORIGIN_NVML;
-        if (opts->state_file != NULL)
+        if (opts->state_file != NULL && opts->cache != NULL)
                 save_cached(opts, &fp, list);
         if (gh_gpus_read_mig_caps(rootfd, list, err) < 0) {
                 gh_gpu_list_free(list);

@@ -8,12 +8,15 @@
  *   pipe/     CUDA_MPS_PIPE_DIRECTORY of the daemon; a container of the group gets it at
  *             /tmp/nvidia-mps
  *   log/      CUDA_MPS_LOG_DIRECTORY (and the daemon's stdout/stderr in gpu-cli.log)
- *   cdi-spec  the CDI spec `gpu-cli mps start` wrote for the group (mps-cdi.c): path, kind, device
+ *   cdi-spec  the CDI spec `gpu-cli mps start` wrote for the group (ops/mps-cdi.c): path, kind, device
  *             and inode of the file, so that stop removes that file and no other
  *   shm/      a tmpfs the daemon sees as /dev/shm (its own mount namespace); a container of the
  *             group gets it at /dev/shm
  * The daemon runs `nvidia-cuda-mps-control -f` from the driver, in a new session and a private
- * mount namespace, with CUDA_VISIBLE_DEVICES set to the group's GPU UUID and a fixed environment. */
+ * mount namespace, with CUDA_VISIBLE_DEVICES set to the group's GPU UUID and a fixed environment.
+ *
+ * This header is the group directory and its state (what the plan, the env decision and CDI read);
+ * starting and stopping daemons is ops/mps-daemon.h. */
 #ifndef GH_MPS_H
 #define GH_MPS_H
 
@@ -43,30 +46,23 @@ struct gh_mps_group {
         bool alive;                    /* filled by gh_mps_load/list: the daemon still runs */
 };
 
-struct gh_mps_start {
-        const char *dir; /* NULL = GH_MPS_DEFAULT_DIR */
-        const char *name;
-        const char *control; /* host path of nvidia-cuda-mps-control */
-        const struct gh_gpu *gpu;
-        int threads;                   /* 0 = none */
-        unsigned long long memory_mib; /* 0 = none */
-        int timeout_ms;                /* how long to wait for the daemon to answer; <= 0 = 10 s */
-};
-
 /* A group name: 1-64 of [A-Za-z0-9_.-], not starting with '.' or '-'. */
 int gh_mps_name_check(const char *name, gh_error_t *err);
 
 /* Parses "4G", "512M", "1024" (MiB), "4GiB", "512MiB" into MiB; 0 is refused. */
 int gh_mps_parse_size(const char *s, unsigned long long *mib, gh_error_t *err);
 
-/* Starts a group: creates its directory (an existing group is an error with code EEXIST), mounts
- * its shm, starts the daemon, waits until it answers, applies the limits and records the state.
- * On failure nothing is left behind: no directory, no mount, no process. */
-int gh_mps_start(const struct gh_mps_start *opts, struct gh_mps_group *out, gh_error_t *err);
+/* DIR, or GH_MPS_DEFAULT_DIR when dir is NULL: where groups live. */
+const char *gh_mps_dir(const char *dir);
 
-/* Stops a group: `quit` through the control interface, then SIGKILL to whatever is left in the
- * daemon's session after timeout_ms (<= 0: 5 s); unmounts shm and removes the directory. */
-int gh_mps_stop(const char *dir, const char *name, const char *control, int timeout_ms, gh_error_t *err);
+/* The one place a group's paths are built: <dir>/<name>[/<sub>]. */
+void gh_mps_group_path(char *buf, size_t size, const char *dir, const char *name, const char *sub);
+
+/* Whether the group's recorded daemon (pid and start time) still runs. */
+bool gh_mps_group_alive(const struct gh_mps_group *g);
+
+/* Writes the group's state file (atomically, see gh_mps_kv_write). */
+int gh_mps_save(const char *dir, const struct gh_mps_group *g, gh_error_t *err);
 
 /* Reads one group's state (refusing files that are not root-owned regular files of sane size). */
 int gh_mps_load(const char *dir, const char *name, struct gh_mps_group *g, gh_error_t *err);
@@ -78,15 +74,6 @@ int gh_mps_load_running(const char *dir, const char *name, struct gh_mps_group *
 /* Every group under dir, sorted by name.  A missing dir is an empty list. */
 int gh_mps_list(const char *dir, struct gh_mps_group **groups, size_t *n, gh_error_t *err);
 
-/* Runs the control client with `commands` on its stdin (the group's environment) and returns its
- * stdout in *output (caller frees).  A client that exits non-zero is an error quoting its output. */
-int gh_mps_control(const char *dir, const char *name, const char *control, const char *commands, char **output,
-                   gh_error_t *err);
-
-/* The pids of a group's connected clients (get_server_list, then get_client_list of each server),
- * as the daemon reports them (host pids); *pids is NULL when n is 0 (caller frees). */
-int gh_mps_clients(const char *dir, const char *name, const char *control, pid_t **pids, size_t *n, gh_error_t *err);
-
 /* The small KEY=VALUE files of a group's directory (its state, the record of its CDI spec), in
  * one place.  gh_mps_kv_write writes `text` whole under PATH.tmp and renames it over PATH.
  * gh_mps_kv_read calls line() for each KEY=VALUE line, but only of a file of ours: a regular file
@@ -96,26 +83,5 @@ int gh_mps_clients(const char *dir, const char *name, const char *control, pid_t
 int gh_mps_kv_write(const char *path, const char *text, gh_error_t *err);
 int gh_mps_kv_read(const char *path, void (*line)(const char *key, const char *value, void *data), void *data,
                    gh_error_t *err);
-
-/* The CDI spec written for a group (lib/mps-cdi.c). */
-struct gh_mps_cdi {
-        char path[PATH_MAX];
-        char kind[256]; /* VENDOR/CLASS: the device is KIND=mps-NAME */
-        dev_t dev;      /* the file written (a file put in its place since is not ours) */
-        ino_t ino;
-};
-
-/* Records in the group's directory the spec written for it. */
-int gh_mps_cdi_record(const char *dir, const char *name, const struct gh_mps_cdi *c, gh_error_t *err);
-
-/* The spec recorded for a group: 1 with *c filled, 0 when none is recorded, -1 on error. */
-int gh_mps_cdi_load(const char *dir, const char *name, struct gh_mps_cdi *c, gh_error_t *err);
-
-/* Removes the recorded spec when that file is still the one written (same device and inode, a
- * regular file); a file that is gone is no error, one replaced since is left alone with an error. */
-int gh_mps_cdi_remove(const char *dir, const char *name, gh_error_t *err);
-
-/* The host path of nvidia-cuda-mps-control of the driver under root (rootfd open on it). */
-int gh_mps_find_control(int rootfd, const char *root, const char *ldcache, char **path, gh_error_t *err);
 
 #endif

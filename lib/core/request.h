@@ -40,8 +40,10 @@ struct gh_request {
         char *mps_dir;      /* where MPS groups live; NULL = GH_MPS_DEFAULT_DIR */
         bool no_cgroups, no_devbind, no_persistenced, no_fabricmanager, no_gsp_firmware;
         /* Not part of what the container asks (no request option; gpu-cli's global --state-file):
-         * the driver-state cache NVML's answers may come from (statecache.h); NULL = none.  Not owned. */
+         * the driver-state cache NVML's answers may come from (ops/statecache.h) and its code (the
+         * gh_gpu_cache interface, gpumodel.h); NULL = none.  Not owned. */
         const char *state_file;
+        const struct gh_gpu_cache *cache;
 };
 
 /* An empty request: no device, no capability, the overflow ids. */

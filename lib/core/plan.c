@@ -267,6 +267,7 @@ int gh_plan_load_gpus(int droot, const struct gh_request *req, struct gh_gpu_lis
         go.uid = req->uid;
         go.gid = req->gid;
         go.state_file = req->state_file;
+        go.cache = req->cache;
         if (req->nrequirements > 0 || (wants && names_mig(&req->devices))) {
                 go.source = GH_GPUS_NVML;
                 go.cuda_enough = cuda_enough(droot, req, wants);
@@ -491,7 +492,7 @@ static int plan_mps(struct gh_plan *plan, const struct gh_request *req, const st
         struct gh_mps_group g;
         char path[PATH_MAX];
         bool on_selected = false;
-        const char *dir = req->mps_dir ? req->mps_dir : GH_MPS_DEFAULT_DIR;
+        const char *dir = req->mps_dir;
         static const struct {
                 const char *sub, *dst;
         } dirs[] = {
@@ -510,7 +511,7 @@ static int plan_mps(struct gh_plan *plan, const struct gh_request *req, const st
                               g.name, g.gpu_uuid, g.gpu_uuid);
         plan->mps_group = true;
         for (size_t i = 0; i < GH_ARRAY_SIZE(dirs); i++) {
-                snprintf(path, sizeof(path), "%s/%s/%s", dir, g.name, dirs[i].sub);
+                gh_mps_group_path(path, sizeof(path), dir, g.name, dirs[i].sub);
                 if (gh_plan_add(plan, GH_ITEM_DIR, path, dirs[i].dst, GH_MNT_IPC, err) < 0)
                         return -1;
                 plan->items[plan->n - 1].role = GH_ROLE_IPC;

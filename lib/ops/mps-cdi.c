@@ -1,4 +1,4 @@
-/* The CDI spec of an MPS group (mps.h, docs/mps.md): `gpu-cli mps start` writes it and records
+/* The CDI spec of an MPS group (mps-daemon.h, docs/mps.md): `gpu-cli mps start` writes it and records
  * here what it wrote, `mps stop` removes that file, and only that file. */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,14 +11,9 @@
 
 #include "cleanup.h"
 #include "log.h"
-#include "mps.h"
+#include "mps-daemon.h"
 
 #define RECORD_FILE "cdi-spec"
-
-static void record_path(char *buf, size_t size, const char *dir, const char *name, const char *file)
-{
-        snprintf(buf, size, "%s/%s/%s", dir ? dir : GH_MPS_DEFAULT_DIR, name, file);
-}
 
 int gh_mps_cdi_record(const char *dir, const char *name, const struct gh_mps_cdi *c, gh_error_t *err)
 {
@@ -33,7 +28,7 @@ int gh_mps_cdi_record(const char *dir, const char *name, const struct gh_mps_cdi
                        (unsigned long long) c->dev, (unsigned long long) c->ino);
         if (len < 0 || len >= (int) sizeof(buf))
                 return gh_err(err, ENAMETOOLONG, "the CDI spec path '%s' is too long", c->path);
-        record_path(path, sizeof(path), dir, name, RECORD_FILE);
+        gh_mps_group_path(path, sizeof(path), dir, name, RECORD_FILE);
         if (gh_mps_kv_write(path, buf, err) < 0)
                 return gh_err_wrap(err, "recording the CDI spec of MPS group '%s'", name);
         return 0;
@@ -61,7 +56,7 @@ int gh_mps_cdi_load(const char *dir, const char *name, struct gh_mps_cdi *c, gh_
         memset(c, 0, sizeof(*c));
         if (gh_mps_name_check(name, err) < 0)
                 return -1;
-        record_path(path, sizeof(path), dir, name, RECORD_FILE);
+        gh_mps_group_path(path, sizeof(path), dir, name, RECORD_FILE);
         /* the path in it is a file stop removes: only a record of ours counts */
         if (gh_mps_kv_read(path, record_line, c, &e) < 0) {
                 if (e->code == ENOENT)

@@ -1,4 +1,4 @@
-/* The driver service protocol (lib/nvml.x, compiled by rpcgen): both ends.
+/* The driver service protocol (lib/core/nvml.x, compiled by rpcgen): both ends.
  *
  * The server half runs only in the sandboxed child (service.c): it loads libnvidia-ml and answers
  * calls.  The client half runs in the privileged process and turns the answers into a

@@ -11,10 +11,23 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "container.h"
 #include "error.h"
 
 #define GH_UNKNOWN_U64 UINT64_MAX
+
+/* Who a GPU process belongs to; front/container.c fills it (gh_usage_attribute). */
+#define GH_CONTAINER_ID_MAX 128
+#define GH_RUNTIME_MAX 16
+
+struct gh_proc_owner {
+        bool in_container;            /* false: a host process */
+        char runtime[GH_RUNTIME_MAX]; /* "docker", "containerd", "cri-o", "podman", "runc", "crun",
+                                         * "cri" (Kubernetes, runtime unknown), "unknown" */
+        char id[GH_CONTAINER_ID_MAX]; /* "" for host processes */
+        pid_t ns_pid;                 /* PID inside its namespace (the host PID for host processes) */
+        char comm[17];
+};
+
 #define GH_MAX_GPU_PROCS 4096
 
 struct gh_gpu_proc {
@@ -47,11 +60,6 @@ enum {
 const char *gh_compute_mode_name(int mode);
 
 void gh_gpu_usage_free(struct gh_gpu_usage *u);
-
-struct gh_gpu_list;
-/* Fills every process's owner (container or host) from /proc (container.c).  state_roots: extra runtime state
- * directories to search for container ids (NULL-terminated, may be NULL). */
-void gh_usage_attribute(struct gh_gpu_list *list, const char *const *state_roots);
 
 /* ---- the protocol halves (rpc.c calls these) ---- */
 

@@ -79,7 +79,7 @@ int gh_cgroup_parse_membership(FILE *f, char **v1, char **v2, gh_error_t *err);
 int gh_cgroup_find_mount(FILE *mountinfo, enum gh_cgroup_version version, const char *cgpath, char **mnt,
                          const char **rel, gh_error_t *err);
 
-/* cgroup v2 (lib/cgroup-bpf.c): splices the allow rules into every BPF_CGROUP_DEVICE program
+/* cgroup v2 (lib/core/cgroup-bpf.c): splices the allow rules into every BPF_CGROUP_DEVICE program
  * attached to the cgroup directory CGFD.  No program attached means every device is allowed: does
  * nothing.  Refuses programs it cannot reload faithfully (maps, helper calls, subprograms). */
 int gh_cgroup_bpf_allow(int cgfd, const char *name, const struct gh_dev_rule *rules, size_t n, gh_error_t *err);
