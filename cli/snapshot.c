@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cleanup.h"
+#include "mps.h"
 #include "container.h"
 #include "rootfs.h"
 #include "service.h"
@@ -13,6 +15,18 @@
 
 int cli_usage_option(int c, const char *arg, struct cli_usage_opts *o, const char *cmd)
 {
+        if (c == 'f') {
+                o->config = arg;
+                return 0;
+        }
+        if (c == 'M') {
+                if (arg[0] != '/') {
+                        fprintf(stderr, "gpu-cli: %s: --mps-dir '%s' must be an absolute path\n", cmd, arg);
+                        return CLI_EXIT_USAGE;
+                }
+                o->mps_dir = arg;
+                return 0;
+        }
         if (c == 'S') {
                 if (arg[0] != '/') {
                         fprintf(stderr, "gpu-cli: %s: --state-dir '%s' must be an absolute path\n", cmd, arg);
@@ -36,14 +50,49 @@ int cli_usage_option(int c, const char *arg, struct cli_usage_opts *o, const cha
         return 0;
 }
 
-int cli_usage_load(const struct cli_globals *g, const struct cli_usage_opts *o, const char *cmd,
-                   struct gh_gpu_list *list)
+int cli_usage_config(struct cli_usage_opts *o, const char *cmd)
 {
+        _cleanup_error_ gh_error_t err = NULL;
+
+        if (o->have_cfg)
+                return CLI_EXIT_OK;
+        if (gh_config_load(&o->cfg, o->config ? o->config : GPUHOOK_DEFAULT_CONFIG, &err) < 0) {
+                fprintf(stderr, "gpu-cli: %s: %s; fix it or pass --config\n", cmd, err->msg);
+                return CLI_EXIT_USAGE;
+        }
+        o->have_cfg = true;
+        return CLI_EXIT_OK;
+}
+
+void cli_attribution(const struct cli_usage_opts *o, struct gh_attribution *a)
+{
+        *a = (struct gh_attribution) {
+                .state_roots = o->state_dirs,
+                .records_dir = o->have_cfg ? o->cfg.containers.dir : NULL,
+                .mps_dir = o->mps_dir ? o->mps_dir : o->have_cfg ? o->cfg.mps.dir : GH_MPS_DEFAULT_DIR,
+                /* only root may remove records; anyone else only reads what it may */
+                .collect = geteuid() == 0,
+        };
+}
+
+void cli_usage_opts_free(struct cli_usage_opts *o)
+{
+        if (o->have_cfg)
+                gh_config_free(&o->cfg);
+        o->have_cfg = false;
+}
+
+int cli_usage_load(const struct cli_globals *g, struct cli_usage_opts *o, const char *cmd, struct gh_gpu_list *list)
+{
+        struct gh_attribution a;
+        int r;
         struct gh_gpus_opts gopts = GH_GPUS_OPTS_DEFAULT;
         _cleanup_error_ gh_error_t err = NULL;
         _cleanup_close_ int rootfd = -1;
         char version[GH_VERSION_MAX];
 
+        if ((r = cli_usage_config(o, cmd)) != CLI_EXIT_OK)
+                return r;
         gopts.with_usage = true;
         gopts.timeout_ms = o->timeout_ms;
         if (g->user != NULL && gh_service_parse_user(g->user, &gopts.uid, &gopts.gid, &err) < 0) {
@@ -63,7 +112,8 @@ int cli_usage_load(const struct cli_globals *g, const struct cli_usage_opts *o, 
                 fprintf(stderr, "gpu-cli: %s: %s; check the driver with 'gpu-cli doctor'\n", cmd, err->msg);
                 return CLI_EXIT_FAILURE;
         }
-        gh_usage_attribute(list, o->state_dirs);
+        cli_attribution(o, &a);
+        gh_usage_attribute(list, &a);
         return CLI_EXIT_OK;
 }
 
@@ -111,4 +161,74 @@ void cli_format_mib(uint64_t bytes, char *buf, size_t size)
                 snprintf(buf, size, "-");
         else
                 snprintf(buf, size, "%" PRIu64 "MiB", bytes >> 20);
+}
+
+struct cli_container_sum *cli_container_sums(const struct gh_gpu_list *list, bool hosts, size_t *nout)
+{
+        struct cli_container_sum *out;
+        size_t max = 0, n = 0;
+
+        *nout = 0;
+        for (size_t g = 0; g < list->n; g++)
+                max += list->gpus[g].usage ? list->gpus[g].usage->nprocs : 0;
+        if (max == 0 || (out = calloc(max, sizeof(*out))) == NULL)
+                return NULL;
+        for (size_t g = 0; g < list->n; g++) {
+                const struct gh_gpu_usage *u = list->gpus[g].usage;
+                for (size_t i = 0; u && i < u->nprocs; i++) {
+                        const struct gh_gpu_proc *p = &u->procs[i];
+                        struct cli_container_sum *s = NULL;
+                        if (!p->owner.in_container && !hosts)
+                                continue;
+                        for (size_t k = 0; k < n && s == NULL; k++)
+                                if (out[k].gpu == &list->gpus[g] &&
+                                    out[k].owner->in_container == p->owner.in_container &&
+                                    strcmp(out[k].owner->id, p->owner.id) == 0 &&
+                                    strcmp(out[k].owner->runtime, p->owner.runtime) == 0)
+                                        s = &out[k];
+                        if (s == NULL) {
+                                s = &out[n++];
+                                *s = (struct cli_container_sum) { .gpu = &list->gpus[g], .owner = &p->owner, .util = -1 };
+                        }
+                        s->procs++;
+                        if (p->used_memory != GH_UNKNOWN_U64) {
+                                s->memory += p->used_memory;
+                                s->memory_known = true;
+                        }
+                        if (p->sm_util >= 0)
+                                s->util = s->util < 0 ? p->sm_util : s->util + p->sm_util > 100 ? 100 : s->util + p->sm_util;
+                }
+        }
+        *nout = n;
+        return out;
+}
+
+void cli_unowned_of(const struct gh_gpu *gpu, struct cli_unowned *u)
+{
+        *u = (struct cli_unowned) { .known = gpu->usage != NULL };
+        for (size_t i = 0; gpu->usage && i < gpu->usage->nprocs; i++) {
+                const struct gh_gpu_proc *p = &gpu->usage->procs[i];
+                uint64_t m = p->used_memory == GH_UNKNOWN_U64 ? 0 : p->used_memory;
+                if (!gh_owner_unowned(p->owner.kind))
+                        continue;
+                u->procs++;
+                if (p->used_memory == GH_UNKNOWN_U64)
+                        u->known = false;
+                if (p->owner.kind == GH_OWNER_CONTAINER_GONE)
+                        u->container_gone += m;
+                else if (p->owner.kind == GH_OWNER_MPS_STOPPED)
+                        u->mps_stopped += m;
+                else
+                        u->host += m;
+        }
+}
+
+void cli_pod_name(const struct gh_proc_owner *o, char *buf, size_t size)
+{
+        if (!o->in_container || o->pod.name[0] == '\0')
+                snprintf(buf, size, "-");
+        else if (o->pod.namespace_[0] == '\0')
+                snprintf(buf, size, "%s", o->pod.name);
+        else
+                snprintf(buf, size, "%s/%s", o->pod.namespace_, o->pod.name);
 }

@@ -15,6 +15,7 @@
 #include "cleanup.h"
 #include "log.h"
 #include "mps.h"
+#include "writefile.h"
 #include "proc.h"
 
 #define STATE_FILE "group"
@@ -77,19 +78,16 @@ void gh_mps_group_path(char *buf, size_t size, const char *dir, const char *name
 
 int gh_mps_kv_write(const char *path, const char *text, gh_error_t *err)
 {
-        char tmp[PATH_MAX];
-        size_t len = strlen(text);
-        _cleanup_close_ int fd = -1;
+        char dir[PATH_MAX];
+        const char *slash = strrchr(path, '/');
+        _cleanup_close_ int dirfd = -1;
 
-        if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int) sizeof(tmp))
-                return gh_err(err, ENAMETOOLONG, "writing %s", path);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0 || write(fd, text, len) != (ssize_t) len || rename(tmp, path) < 0) {
-                int e = errno;
-                if (fd >= 0)
-                        unlink(tmp);
-                return gh_err(err, e, "writing %s", path);
-        }
+        if (slash == NULL || (size_t) (slash - path) >= sizeof(dir))
+                return gh_err(err, EINVAL, "writing %s: not an absolute path", path);
+        snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int) (slash - path), path);
+        dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dirfd < 0 || gh_write_file_atomic(dirfd, slash + 1, text, strlen(text), 0644, err) < 0)
+                return dirfd < 0 ? gh_err(err, errno, "writing %s", path) : gh_err_wrap(err, "%s", dir);
         return 0;
 }
 

@@ -8,35 +8,11 @@
 
 #include "cleanup.h"
 #include "oci.h"
+#include "podrecord.h"
 #include "readfile.h"
+#include "utf8.h"
 
 #define CAP_SYS_ADMIN_NAME "CAP_SYS_ADMIN"
-
-/* Length of the UTF-8 sequence at s (at most n bytes), 0 when it is not valid UTF-8: no overlong
- * forms, no surrogates, nothing above U+10FFFF. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-        unsigned char c = s[0];
-        if (c < 0x80)
-                return 1;
-        if (c >= 0xc2 && c <= 0xdf)
-                return n >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
-        if (c >= 0xe0 && c <= 0xef) {
-                if (n < 3 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
-                        return 0;
-                if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f))
-                        return 0;
-                return 3;
-        }
-        if (c >= 0xf0 && c <= 0xf4) {
-                if (n < 4 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
-                        return 0;
-                if ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f))
-                        return 0;
-                return 4;
-        }
-        return 0;
-}
 
 /* One pass before jansson: its own messages for these cases ("unable to decode byte", "maximum
  * parsing depth reached" at 2048) neither say what to fix nor stop early enough. */
@@ -49,7 +25,7 @@ static int json_precheck(const char *buf, size_t len, const char *what, gh_error
         while (i < len) {
                 unsigned char c = s[i];
                 if (c >= 0x80) {
-                        size_t l = utf8_seq(s + i, len - i);
+                        size_t l = gh_utf8_seq(s + i, len - i);
                         if (l == 0)
                                 return gh_err(err, 0,
                                               "%s is not valid UTF-8 (byte 0x%02x at offset %zu); fix the encoding",
@@ -371,6 +347,7 @@ static int spec_from_json(json_t *j, const char *bundle, struct gh_oci_spec *spe
                         return gh_err(err, 0, "%s: \"annotations\" must be an object", what);
                 if (get_string(annotations, GH_OCI_ANNOTATION_MPS_GROUP, what, &spec->mps_group, err) < 0)
                         return -1;
+                gh_pod_from_annotations(annotations, &spec->pod);
         }
         if (parse_mounts(j, what, spec, err) < 0)
                 return -1;

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "usage.h"
 
 #define GH_OCI_STATE_MAX (1u << 20)   /* 1 MiB: a state is a few hundred bytes plus annotations */
 #define GH_OCI_CONFIG_MAX (16u << 20) /* 16 MiB: config.json with a large environment */
@@ -49,6 +50,7 @@ struct gh_oci_spec {
         struct gh_oci_device *devices; /* linux.devices */
         size_t n_devices;
         char *mps_group; /* annotations[GH_OCI_ANNOTATION_MPS_GROUP], NULL when absent */
+        struct gh_pod pod; /* the pod CRI annotations name (podrecord.h); all "" when none */
 };
 
 /* The annotation by which an orchestrator (never an image) puts a container in an MPS group. */
