@@ -311,8 +311,7 @@ int cmd_metrics(int argc, char **argv, const struct cli_globals *g)
                 case 'i':
                         interval = strtol(optarg, &end, 10);
                         if (*optarg == '\0' || *end != '\0' || interval < 1 || interval > 86400) {
-                                fprintf(stderr, "gpu-cli: metrics: --interval '%s' must be 1..86400 seconds\n",
-                                        optarg);
+                                fprintf(stderr, "gpu-cli: metrics: --interval '%s' must be 1..86400 seconds\n", optarg);
                                 return CLI_EXIT_USAGE;
                         }
                         break;

@@ -145,8 +145,7 @@ static json_t *container_json(const struct gh_proc_owner *w)
         c = json_object();
         json_object_set_new(c, "runtime", json_string(w->runtime));
         json_object_set_new(c, "id", json_string(w->id));
-        json_object_set_new(c, "running",
-                            w->state_known ? json_boolean(w->kind == GH_OWNER_CONTAINER) : json_null());
+        json_object_set_new(c, "running", w->state_known ? json_boolean(w->kind == GH_OWNER_CONTAINER) : json_null());
         if (w->pod.name[0] || w->pod.container[0]) {
                 pod = json_object();
                 json_object_set_new(pod, "name", string_or_null(w->pod.name));
@@ -307,9 +306,7 @@ int cmd_ps(int argc, char **argv, const struct cli_globals *g)
                                 return r;
                         break;
                 case 'h': ps_usage(stdout); return CLI_EXIT_OK;
-                default:
-                        fprintf(stderr, "gpu-cli: ps: bad option; see 'gpu-cli ps --help'\n");
-                        return CLI_EXIT_USAGE;
+                default: fprintf(stderr, "gpu-cli: ps: bad option; see 'gpu-cli ps --help'\n"); return CLI_EXIT_USAGE;
                 }
         }
         if (optind < argc) {

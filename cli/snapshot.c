@@ -69,7 +69,9 @@ void cli_attribution(const struct cli_usage_opts *o, struct gh_attribution *a)
         *a = (struct gh_attribution) {
                 .state_roots = o->state_dirs,
                 .records_dir = o->have_cfg ? o->cfg.containers.dir : NULL,
-                .mps_dir = o->mps_dir ? o->mps_dir : o->have_cfg ? o->cfg.mps.dir : GH_MPS_DEFAULT_DIR,
+                .mps_dir = o->mps_dir    ? o->mps_dir
+                           : o->have_cfg ? o->cfg.mps.dir
+                                         : GH_MPS_DEFAULT_DIR,
                 /* only root may remove records; anyone else only reads what it may */
                 .collect = geteuid() == 0,
         };
@@ -188,7 +190,9 @@ struct cli_container_sum *cli_container_sums(const struct gh_gpu_list *list, boo
                                         s = &out[k];
                         if (s == NULL) {
                                 s = &out[n++];
-                                *s = (struct cli_container_sum) { .gpu = &list->gpus[g], .owner = &p->owner, .util = -1 };
+                                *s = (struct cli_container_sum) { .gpu = &list->gpus[g],
+                                                                  .owner = &p->owner,
+                                                                  .util = -1 };
                         }
                         s->procs++;
                         if (p->used_memory != GH_UNKNOWN_U64) {
@@ -196,7 +200,9 @@ struct cli_container_sum *cli_container_sums(const struct gh_gpu_list *list, boo
                                 s->memory_known = true;
                         }
                         if (p->sm_util >= 0)
-                                s->util = s->util < 0 ? p->sm_util : s->util + p->sm_util > 100 ? 100 : s->util + p->sm_util;
+                                s->util = s->util < 0                  ? p->sm_util
+                                          : s->util + p->sm_util > 100 ? 100
+                                                                       : s->util + p->sm_util;
                 }
         }
         *nout = n;

@@ -20,8 +20,8 @@ struct cli_usage_opts {
         const char *state_dirs[CLI_MAX_STATE_DIRS + 1]; /* NULL-terminated */
         size_t nstate;
         int timeout_ms;
-        const char *config;  /* --config: gpu-hook's configuration; NULL: the compiled default */
-        const char *mps_dir; /* --mps-dir; NULL: the configuration's mps.dir */
+        const char *config;   /* --config: gpu-hook's configuration; NULL: the compiled default */
+        const char *mps_dir;  /* --mps-dir; NULL: the configuration's mps.dir */
         struct gh_config cfg; /* loaded by cli_usage_config (containers.dir, mps.dir, metrics.*) */
         bool have_cfg;
 };
@@ -29,13 +29,16 @@ struct cli_usage_opts {
 /* The long options every usage command takes ('S' --state-dir, 'T' --timeout, 'f' --config,
  * 'M' --mps-dir). */
 #define CLI_USAGE_OPTIONS                                                                                              \
-        { "state-dir", required_argument, NULL, 'S' }, { "timeout", required_argument, NULL, 'T' },                     \
-                { "config", required_argument, NULL, 'f' }, { "mps-dir", required_argument, NULL, 'M' }
+        { "state-dir", required_argument, NULL, 'S' }, { "timeout", required_argument, NULL, 'T' },                    \
+                { "config", required_argument, NULL, 'f' },                                                            \
+        {                                                                                                              \
+                "mps-dir", required_argument, NULL, 'M'                                                                \
+        }
 #define CLI_USAGE_HELP                                                                                                 \
         "  --state-dir=DIR   also look for container ids in this runtime state directory (runc --root);\n"             \
         "                    /run/runc, /run/crun, Docker's and containerd's are searched anyway\n"                    \
-        "  --timeout=SECONDS how long to wait for each NVML answer (default 5)\n"                                       \
-        "  --config=FILE     gpu-hook's configuration: where container records (containers.dir) and MPS\n"            \
+        "  --timeout=SECONDS how long to wait for each NVML answer (default 5)\n"                                      \
+        "  --config=FILE     gpu-hook's configuration: where container records (containers.dir) and MPS\n"             \
         "                    groups (mps.dir) are, the metrics.* keys (default " GPUHOOK_DEFAULT_CONFIG ")\n"          \
         "  --mps-dir=DIR     where MPS groups live (default: the configuration's mps.dir)\n"
 

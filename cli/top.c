@@ -156,8 +156,8 @@ static void print_containers(const struct cli_container_sum *sums, size_t n, siz
                 trend_words(trend_of(s), window, trend, sizeof(trend));
                 if (s->owner->kind == GH_OWNER_CONTAINER_GONE)
                         snprintf(trend, sizeof(trend), "its init is gone");
-                snprintf(line, sizeof(line), "%-3u %-8s %-*.*s %-*.*s %9s %4s  %s", s->gpu->index, s->owner->runtime, idw,
-                         idw, s->owner->id, podw, podw, pod, mem, sm, trend);
+                snprintf(line, sizeof(line), "%-3u %-8s %-*.*s %-*.*s %9s %4s  %s", s->gpu->index, s->owner->runtime,
+                         idw, idw, s->owner->id, podw, podw, pod, mem, sm, trend);
                 fprintf(out, "%.*s\n", width, line);
         }
         fputc('\n', out);
@@ -341,9 +341,7 @@ int cmd_top(int argc, char **argv, const struct cli_globals *g)
                                 return r;
                         break;
                 case 'h': top_usage(stdout); return CLI_EXIT_OK;
-                default:
-                        fprintf(stderr, "gpu-cli: top: bad option; see 'gpu-cli top --help'\n");
-                        return CLI_EXIT_USAGE;
+                default: fprintf(stderr, "gpu-cli: top: bad option; see 'gpu-cli top --help'\n"); return CLI_EXIT_USAGE;
                 }
         }
         if (optind < argc) {

@@ -41,9 +41,10 @@ void cli_print_procs(const struct gh_gpu_list *list, enum cli_sort sort, bool no
                 cli_percent(p->mem_util, mu, sizeof(mu));
                 cli_pod_name(&p->owner, pod, sizeof(pod));
                 snprintf(cpid, sizeof(cpid), "%d", (int) p->owner.ns_pid);
-                snprintf(line, sizeof(line), "%-3u %8d  %-8s %-*.*s %8s %-4s %9s %4s %4s  %-*.*s %s", rows[i].gpu->index,
-                         (int) p->pid, c ? p->owner.runtime : "host", idw, idw, c ? p->owner.id : "-", c ? cpid : "-",
-                         cli_proc_type(p), mem, sm, mu, podw, podw, pod, p->owner.comm);
+                snprintf(line, sizeof(line), "%-3u %8d  %-8s %-*.*s %8s %-4s %9s %4s %4s  %-*.*s %s",
+                         rows[i].gpu->index, (int) p->pid, c ? p->owner.runtime : "host", idw, idw,
+                         c ? p->owner.id : "-", c ? cpid : "-", cli_proc_type(p), mem, sm, mu, podw, podw, pod,
+                         p->owner.comm);
                 fprintf(out, "%.*s\n", width > 0 ? width : (int) sizeof(line), line);
         }
         if (n == 0)
@@ -55,8 +56,8 @@ static void owner_words(const struct gh_proc_owner *o, bool no_trunc, char *buf,
 {
         switch (o->kind) {
         case GH_OWNER_CONTAINER_GONE:
-                snprintf(buf, size, "left over by %s container %.*s, whose init is gone", o->runtime, no_trunc ? 64 : 12,
-                         o->id);
+                snprintf(buf, size, "left over by %s container %.*s, whose init is gone", o->runtime,
+                         no_trunc ? 64 : 12, o->id);
                 break;
         case GH_OWNER_MPS_STOPPED:
                 snprintf(buf, size, "MPS server of group %s, whose control daemon is gone", o->mps_group);
@@ -81,8 +82,8 @@ int cli_print_unowned(const struct gh_gpu_list *list, bool no_trunc, int width, 
                                 continue;
                         if (printed++ == 0) {
                                 fprintf(out, "\nGPU memory no running container owns:\n");
-                                snprintf(line, sizeof(line), "%-3s %8s %9s  %-16s %s", "GPU", "PID", "MEMORY", "COMMAND",
-                                         "HELD BY");
+                                snprintf(line, sizeof(line), "%-3s %8s %9s  %-16s %s", "GPU", "PID", "MEMORY",
+                                         "COMMAND", "HELD BY");
                                 fprintf(out, "%.*s\n", width > 0 ? width : (int) sizeof(line), line);
                         }
                         cli_format_mib(p->used_memory, mem, sizeof(mem));

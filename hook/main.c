@@ -126,6 +126,8 @@ static void record_container(const struct gh_config *cfg, const struct gh_oci_st
                 return;
         snprintf(r.id, sizeof(r.id), "%s", state->id ? state->id : "");
         r.starttime = gh_proc_starttime(state->pid);
+        if (r.starttime == 0)
+                return; /* its init is gone already: there is no container to name */
         if (gh_record_save(cfg->containers.dir, &r, &err) < 0)
                 gh_warn("%s", err->msg);
 }

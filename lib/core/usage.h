@@ -32,11 +32,11 @@ struct gh_pod {
 
 /* Who holds a GPU process's memory. */
 enum gh_owner_kind {
-        GH_OWNER_HOST = 0,         /* no container, no MPS group */
-        GH_OWNER_CONTAINER,        /* a container whose init runs (or whose state is unknown: see state_known) */
-        GH_OWNER_CONTAINER_GONE,   /* a container's cgroup, but the container's init is gone: a leftover */
-        GH_OWNER_MPS_SERVER,       /* the MPS server of a running group (its clients' memory) */
-        GH_OWNER_MPS_STOPPED,      /* the MPS server of a group whose control daemon is gone */
+        GH_OWNER_HOST = 0,       /* no container, no MPS group */
+        GH_OWNER_CONTAINER,      /* a container whose init runs (or whose state is unknown: see state_known) */
+        GH_OWNER_CONTAINER_GONE, /* a container's cgroup, but the container's init is gone: a leftover */
+        GH_OWNER_MPS_SERVER,     /* the MPS server of a running group (its clients' memory) */
+        GH_OWNER_MPS_STOPPED,    /* the MPS server of a group whose control daemon is gone */
 };
 
 /* "host", "container", "container-gone", "mps-server", "mps-stopped". */
@@ -53,9 +53,9 @@ struct gh_proc_owner {
         pid_t ns_pid;                 /* PID inside its namespace (the host PID for host processes) */
         char comm[17];
         enum gh_owner_kind kind;
-        bool state_known;              /* CONTAINER: its init was seen running (a record or the runtime's
+        bool state_known;                      /* CONTAINER: its init was seen running (a record or the runtime's
                                         * state); false: no state found, assumed running */
-        struct gh_pod pod;             /* in_container: from the container's record or bundle */
+        struct gh_pod pod;                     /* in_container: from the container's record or bundle */
         char mps_group[GH_MPS_GROUP_NAME_MAX]; /* MPS_*: the group's name */
 };
 
@@ -70,12 +70,12 @@ struct gh_gpu_proc {
 };
 
 struct gh_gpu_usage {
-        int gpu_util, mem_util;       /* percent; -1 unknown */
-        uint64_t mem_used, mem_total; /* bytes; GH_UNKNOWN_U64 unknown */
-        uint64_t mem_free;            /* bytes NVML calls free (total - used - reserved); GH_UNKNOWN_U64 */
-        int temperature_c;            /* -1 unknown */
-        int power_mw;                 /* -1 unknown */
-        int compute_mode;             /* GH_COMPUTE_MODE_*; -1 unknown */
+        int gpu_util, mem_util;          /* percent; -1 unknown */
+        uint64_t mem_used, mem_total;    /* bytes; GH_UNKNOWN_U64 unknown */
+        uint64_t mem_free;               /* bytes NVML calls free (total - used - reserved); GH_UNKNOWN_U64 */
+        int temperature_c;               /* -1 unknown */
+        int power_mw;                    /* -1 unknown */
+        int compute_mode;                /* GH_COMPUTE_MODE_*; -1 unknown */
         int sm_clock_mhz, mem_clock_mhz; /* current clocks; -1 unknown */
         struct gh_gpu_proc *procs;
         size_t nprocs;

@@ -103,8 +103,7 @@ int gh_config_init(struct gh_config *cfg, gh_error_t *err)
                 cfg->runtime.n_runtimes = 1;
         cfg->runtime.hook_path = strdup(GPUHOOK_HOOK_PATH);
         if (!cfg->swarm_resource || !cfg->cli.root || !cfg->cli.path || !cfg->log.file || !cfg->mps.dir ||
-            !cfg->containers.dir ||
-            cfg->runtime.n_runtimes != 1 || !cfg->runtime.hook_path) {
+            !cfg->containers.dir || cfg->runtime.n_runtimes != 1 || !cfg->runtime.hook_path) {
                 gh_config_free(cfg);
                 return gh_err(err, ENOMEM, "initialising the configuration");
         }
@@ -216,11 +215,11 @@ static const struct section {
 
 int gh_metrics_names_parse(const char *s)
 {
-        return s == NULL                     ? -1
-               : strcmp(s, "both") == 0      ? GH_METRICS_BOTH
-               : strcmp(s, "dcgm") == 0      ? GH_METRICS_DCGM
-               : strcmp(s, "gpuhook") == 0   ? GH_METRICS_GPUHOOK
-                                             : -1;
+        return s == NULL                   ? -1
+               : strcmp(s, "both") == 0    ? GH_METRICS_BOTH
+               : strcmp(s, "dcgm") == 0    ? GH_METRICS_DCGM
+               : strcmp(s, "gpuhook") == 0 ? GH_METRICS_GPUHOOK
+                                           : -1;
 }
 
 static int apply_object(struct gh_config *cfg, json_t *obj, const struct key *keys, size_t n, const char *prefix,

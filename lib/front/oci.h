@@ -49,7 +49,7 @@ struct gh_oci_spec {
         size_t n_mounts;
         struct gh_oci_device *devices; /* linux.devices */
         size_t n_devices;
-        char *mps_group; /* annotations[GH_OCI_ANNOTATION_MPS_GROUP], NULL when absent */
+        char *mps_group;   /* annotations[GH_OCI_ANNOTATION_MPS_GROUP], NULL when absent */
         struct gh_pod pod; /* the pod CRI annotations name (podrecord.h); all "" when none */
 };
 

@@ -269,6 +269,7 @@ void gh_doctor_container(const struct gh_doctor_opts *o, pid_t pid, const char *
         gh_doctor_add(d, "gpu-requested", GH_CHECK_OK, NULL, NULL, "%s: devices %s, capabilities 0x%x (%s)",
                       bundle ? "config.json" : "environment", devs, dec.capabilities,
                       bundle ? bundle : "from /proc/PID/environ");
+        gh_doctor_pod(o, pid, d);
         if (!(dec.capabilities & GH_CAP_UTILITY))
                 gh_doctor_add(d, "utility", GH_CHECK_WARN,
                               "nvidia-smi and NVML are not injected: NVIDIA_DRIVER_CAPABILITIES lacks utility.",

@@ -20,4 +20,9 @@ void gh_doctor_mps_host(const struct gh_doctor_opts *o, struct gh_doctor *d);
 void gh_doctor_mps_container(const struct gh_doctor_opts *o, const char *name, bool from_env, int crootfd,
                              struct gh_doctor *d);
 
+/* doctor-memory.c: the GPU memory no running container owns (host check gpu-memory), and the pod of
+ * the container whose process is pid (container check pod). */
+void gh_doctor_memory_host(int rootfd, const struct gh_doctor_opts *o, struct gh_doctor *d);
+void gh_doctor_pod(const struct gh_doctor_opts *o, pid_t pid, struct gh_doctor *d);
+
 #endif

@@ -10,7 +10,8 @@ t_need_cmd runc
 MKROOT=$GH_SOURCE_DIR/tests/fake-driver/make-root.sh
 DRV=$T/drv
 bash "$MKROOT" "$DRV" --sockets >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_fail "make-root.sh"; t_done; }
-printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s"}}\n' "$DRV" "$GPU_CLI" "$T/hook.log" >"$T/config.json"
+printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s"}, "containers": {"dir": "%s"}}\n' "$DRV" "$GPU_CLI" \
+        "$T/hook.log" "$T/records" >"$T/config.json"
 mkdir -p "$T/hooks" "$T/nohooks" "$T/cdi" "$T/cdi-stale" "$T_RUNC_ROOT"
 printf '{"version": "1.0.0", "hook": {"path": "%s", "args": ["gpu-hook", "createRuntime"]}, "when": {"always": true}, "stages": ["createRuntime"]}\n' \
         "$GPU_HOOK" >"$T/hooks/oci-gpu-hook.json"

@@ -22,8 +22,8 @@ exec(sys.argv[2])
 json.dump(p, sys.stdout)' "$GH_SOURCE_DIR/tests/fake-driver/profiles/default.json" "${1:-}" >"$T/profile.json" &&
                 bash "$GH_SOURCE_DIR/tests/fake-driver/make-root.sh" "$DRV" --profile "$T/profile.json" \
                         >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_fatal "make-root.sh"; }
-        printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s"}}\n' "$DRV" "$GPU_CLI" "$T/hook.log" \
-                >"$T/config.json"
+        printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s"}, "containers": {"dir": "%s"}}\n' \
+                "$DRV" "$GPU_CLI" "$T/hook.log" "$T/records" >"$T/config.json"
 }
 
 # gpucli ARGS...: gpu-cli with procfs at the driver root's fake-proc/, in a private mount namespace.
