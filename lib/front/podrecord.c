@@ -51,8 +51,9 @@ bool gh_pod_from_annotations(json_t *annotations, struct gh_pod *pod)
         return any;
 }
 
-/* ours: owned by our uid, a directory nobody else may enter (tightened when it is ours) */
-static int check_dir(int fd, const char *dir, gh_error_t *err)
+/* Ours: owned by our uid, a directory.  The writer (tighten) makes it 0700; a reader refuses one
+ * that others may write (they could have put files in it), and changes nothing. */
+static int check_dir(int fd, const char *dir, bool tighten, gh_error_t *err)
 {
         struct stat st;
 
@@ -61,11 +62,14 @@ static int check_dir(int fd, const char *dir, gh_error_t *err)
         if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())
                 return gh_err(err, EPERM, "container records: %s is not a directory of uid %d; remove it", dir,
                               (int) geteuid());
-        if ((st.st_mode & 077) != 0) {
+        if (tighten && (st.st_mode & 077) != 0) {
                 char self[64];
                 snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
                 if (chmod(self, 0700) < 0)
                         return gh_err(err, errno, "container records: tightening %s to 0700", dir);
+        } else if (!tighten && (st.st_mode & 022) != 0) {
+                return gh_err(err, EPERM, "container records: %s may be written by others (mode %04o); chmod 0700 it",
+                              dir, (unsigned) (st.st_mode & 07777));
         }
         return 0;
 }
@@ -89,7 +93,7 @@ int gh_record_dir_open(const char *dir, bool create, gh_error_t *err)
         }
         if (fd < 0)
                 return gh_err(err, errno, "container records: opening %s", dir);
-        if (check_dir(fd, dir, err) < 0)
+        if (check_dir(fd, dir, create, err) < 0)
                 return -1;
         return TAKE_FD(fd);
 }

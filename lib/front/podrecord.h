@@ -57,9 +57,10 @@ void gh_pod_clean(char *dst, size_t size, const char *src, size_t len);
  * a pod or a container. */
 bool gh_pod_from_annotations(json_t *annotations, struct gh_pod *pod);
 
-/* Opens the record directory (O_PATH).  create: makes it (0700; a missing parent 0755) when it is
- * not there.  A directory that is not ours, or that group or others may enter, is refused; one of
- * ours that is too open is tightened to 0700. */
+/* Opens the record directory (O_PATH).  A directory that is not ours is refused.  create (the
+ * hook): makes it (0700; a missing parent 0755) when it is not there, and tightens one of ours that
+ * is more open to 0700.  Otherwise (readers) nothing changes, and one that group or others may
+ * write is refused. */
 int gh_record_dir_open(const char *dir, bool create, gh_error_t *err);
 
 /* The hook's part: writes r in dir, collecting first when the directory is large; fails without

@@ -24,5 +24,7 @@ void gh_doctor_mps_container(const struct gh_doctor_opts *o, const char *name, b
  * the container whose process is pid (container check pod). */
 void gh_doctor_memory_host(int rootfd, const struct gh_doctor_opts *o, struct gh_doctor *d);
 void gh_doctor_pod(const struct gh_doctor_opts *o, pid_t pid, struct gh_doctor *d);
+/* doctor-memory.c: whether gpu-hook can keep its container records (host check container-records). */
+void gh_doctor_records_host(const struct gh_doctor_opts *o, struct gh_doctor *d);
 
 #endif

@@ -1,7 +1,11 @@
 /* gpu-cli doctor: the GPU memory that no running container owns, and the pod a container belongs to
  * (attribution as gpu-cli ps does it, front/attribute.h). */
 #include <inttypes.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,6 +13,7 @@
 #include "cleanup.h"
 #include "doctor-internal.h"
 #include "gpus.h"
+#include "podrecord.h"
 
 static const char *dir_or(const char *dir, const char *fallback) { return dir ? dir : fallback; }
 
@@ -116,4 +121,41 @@ void gh_doctor_pod(const struct gh_doctor_opts *o, pid_t pid, struct gh_doctor *
                       w.runtime, w.id, w.pod.container[0] ? w.pod.container : "?",
                       w.pod.namespace_[0] ? w.pod.namespace_ : "", w.pod.namespace_[0] ? "/" : "", w.pod.name,
                       w.pod.uid[0] ? ", uid " : "", w.pod.uid);
+}
+
+void gh_doctor_records_host(const struct gh_doctor_opts *o, struct gh_doctor *d)
+{
+        const char *dir = o->config ? o->config->containers.dir : NULL;
+        _cleanup_error_ gh_error_t err = NULL;
+        _cleanup_closedir_ DIR *dd = NULL;
+        struct dirent *de;
+        int fd;
+        size_t n = 0;
+
+        if (dir == NULL) {
+                gh_doctor_add(d, "container-records", GH_CHECK_OK, NULL, NULL,
+                              "off (containers.dir is empty): ps and metrics name no pods");
+                return;
+        }
+        fd = gh_record_dir_open(dir, false, &err);
+        if (fd < 0 && err->code == ENOENT) {
+                gh_doctor_add(d, "container-records", GH_CHECK_OK, NULL, NULL,
+                              "no GPU container recorded yet (%s does not exist)", dir);
+                return;
+        }
+        if (fd < 0) {
+                gh_doctor_add(d, "container-records", GH_CHECK_WARN,
+                              "gpu-hook cannot keep its container records there, so ps, top and metrics cannot name "
+                              "pods or tell a leftover from a running container.",
+                              "chown root: the directory and chmod 0700 it, or remove it (gpu-hook makes it again)",
+                              "%s", err->msg);
+                return;
+        }
+        int rfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        close(fd);
+        if (rfd >= 0 && (dd = fdopendir(rfd)) == NULL)
+                close(rfd);
+        while (dd && (de = readdir(dd)) != NULL)
+                n += de->d_name[0] != '.';
+        gh_doctor_add(d, "container-records", GH_CHECK_OK, NULL, NULL, "%zu record(s) in %s", n, dir);
 }

@@ -524,5 +524,6 @@ void gh_doctor_host(const struct gh_doctor_opts *o, struct gh_doctor *d)
         check_cdi(o, version, d);
         check_cgroups(rootfd, &fast, o, d);
         gh_doctor_mps_host(o, d);
+        gh_doctor_records_host(o, d);
         gh_doctor_memory_host(rootfd, o, d);
 }

@@ -57,8 +57,9 @@ t_is "$(awk '$1 == 1 {print $2, $3, $4, $5, $6}' <<<"$ROWS")" "$HOST_PID host - 
 t_nomatch "$ROWS" "$B" "the container without a GPU is not listed"
 
 PS_TEXT=$(gpucli ps --state-dir="$T_RUNC_ROOT" 2>&1)
-t_match "$PS_TEXT" "^0 +${A_PID:-x} +runc +${A:0:12} +$A_CPID +C +512MiB +30 +0 +hold-fd\$" "ps (text): the container's row"
-t_match "$PS_TEXT" "^1 +$HOST_PID +host +- +- +C +2048MiB +70 +0 +hold-fd\$" "ps (text): the host process's row"
+t_match "$PS_TEXT" "^0 +${A_PID:-x} +runc +${A:0:12} +$A_CPID +C +512MiB +30 +0 +- +hold-fd\$" "ps (text): the container's row (no pod)"
+t_match "$PS_TEXT" "^1 +$HOST_PID +host +- +- +C +2048MiB +70 +0 +- +hold-fd\$" "ps (text): the host process's row"
+t_match "$PS_TEXT" "^1 +$HOST_PID +2048MiB +hold-fd +host process" "ps (text): the host process's memory is listed as no running container's"
 
 # --- metrics: the same numbers
 M=$(gpucli metrics --state-dir="$T_RUNC_ROOT" 2>&1)

@@ -69,3 +69,25 @@ listen_start() {
         done
         return 1
 }
+
+# start_gpu_container NAME ID GPU CMD [PYTHON]: make_container NAME CMD asking for GPU (an index),
+# gpu-hook as its createRuntime hook with $T/config.json, PYTHON editing its config.json (`c`)
+# first (annotations, namespaces, ...), then `runc run -d` as ID.  Its stdout is $T/NAME.out.
+start_gpu_container() {
+        local name=$1 id=$2 gpu=$3 cmd=$4 edit=${5:-}
+        make_container "$name" "$cmd" || return 1
+        bundle_set_env "$T/$name/bundle" "NVIDIA_VISIBLE_DEVICES=$gpu"
+        bundle_add_hook "$T/$name/bundle" createRuntime "$GPU_HOOK" "--config=$T/config.json" createRuntime
+        [ -z "$edit" ] || bundle_edit "$T/$name/bundle" "$edit"
+        mkdir -p "$T_RUNC_ROOT"
+        "$RUNC" --root "$T_RUNC_ROOT" run -d -b "$T/$name/bundle" "$id" >"$T/$name.out" 2>"$T/$name.err" </dev/null
+}
+
+# annotate KEY=VALUE...: the Python for start_gpu_container that sets those annotations.
+annotate() {
+        local a py='c.setdefault("annotations", {}).update({'
+        for a in "$@"; do
+                py="$py$("$GH_PYTHON" -c 'import json, sys; k, v = sys.argv[1].split("=", 1); print("%s: %s," % (json.dumps(k), json.dumps(v)))' "$a")"
+        done
+        printf '%s})\n' "$py"
+}

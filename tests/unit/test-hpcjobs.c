@@ -82,7 +82,8 @@ int main(void)
         snprintf(path, sizeof(path), "%s/0", dir);
         ok(stat(path, &st) == 0 && (st.st_mode & 07777) == 0644, "0644: dcgm-exporter may run as another user");
         u0.nprocs = 0;
-        ok(gh_hpc_jobs_write(dir, &list, &err) == 0 && slurp("0") == NULL, "when the containers stop, GPU 0's file goes");
+        ok(gh_hpc_jobs_write(dir, &list, &err) == 0 && slurp("0") == NULL,
+           "when the containers stop, GPU 0's file goes");
         gh_error_free(&err);
         ok(gh_hpc_jobs_write("relative/dir", &list, &err) < 0, "a relative directory is refused");
         char cmd[128];

@@ -36,8 +36,9 @@ static void test_annotations(void)
         a = annotations("{\"io.kubernetes.cri.sandbox-name\": \"trainer-0\", \"io.kubernetes.cri.sandbox-namespace\": "
                         "\"ml\", \"io.kubernetes.cri.container-name\": \"worker\", \"io.kubernetes.cri.sandbox-uid\": "
                         "\"1b2c\", \"io.kubernetes.cri.container-type\": \"container\"}");
-        ok(gh_pod_from_annotations(a, &pod) && strcmp(pod.name, "trainer-0") == 0 && strcmp(pod.namespace_, "ml") == 0 &&
-                   strcmp(pod.container, "worker") == 0 && strcmp(pod.uid, "1b2c") == 0,
+        ok(gh_pod_from_annotations(a, &pod) && strcmp(pod.name, "trainer-0") == 0 &&
+                   strcmp(pod.namespace_, "ml") == 0 && strcmp(pod.container, "worker") == 0 &&
+                   strcmp(pod.uid, "1b2c") == 0,
            "containerd's CRI annotations name pod, namespace, container and uid");
         json_decref(a);
         a = annotations("{\"io.kubernetes.pod.name\": \"web-1\", \"io.kubernetes.pod.namespace\": \"prod\", "
@@ -51,7 +52,8 @@ static void test_annotations(void)
            "both present: containerd's key wins");
         json_decref(a);
         a = annotations("{\"org.gpu-hook.mps-group\": \"team\", \"io.kubernetes.pod.name\": 7}");
-        ok(!gh_pod_from_annotations(a, &pod) && pod.name[0] == '\0', "no pod: a number is not a name, other keys ignored");
+        ok(!gh_pod_from_annotations(a, &pod) && pod.name[0] == '\0',
+           "no pod: a number is not a name, other keys ignored");
         json_decref(a);
         ok(!gh_pod_from_annotations(NULL, &pod), "no annotations at all");
         a = json_string("x");
@@ -80,7 +82,11 @@ static void test_annotations(void)
 
         char clean[16];
         gh_utf8_clean(clean, sizeof(clean), "a\xff\xc3(b\xe2\x82", 7);
-        is_str(clean, "a?" "?(b?" "?", "invalid UTF-8 bytes become '?'");
+        is_str(clean,
+               "a?"
+               "?(b?"
+               "?",
+               "invalid UTF-8 bytes become '?'");
 }
 
 static char dir[64];
@@ -218,12 +224,24 @@ static void test_records(void)
         ok(gh_record_save(dir, &r, &err) == 0, "a save into a directory of 1100 stale records");
         is_int(count_files(), 3, "collected them first (left: the running ones and the one just saved)");
 
-        /* a directory of ours that is too open is tightened; one of another owner is refused */
+        /* a reader changes nothing and refuses a directory others may write; the writer tightens it */
         chmod(dir, 0755);
         close(fd);
         gh_error_free(&err);
         fd = gh_record_dir_open(dir, false, &err);
-        ok(fd >= 0 && stat(dir, &st) == 0 && (st.st_mode & 07777) == 0700, "a 0755 directory of ours: made 0700");
+        ok(fd >= 0 && stat(dir, &st) == 0 && (st.st_mode & 07777) == 0755,
+           "a reader opens a 0755 directory of ours and leaves it 0755");
+        if (fd >= 0)
+                close(fd);
+        chmod(dir, 0777);
+        gh_error_free(&err);
+        fd = gh_record_dir_open(dir, false, &err);
+        ok(fd < 0 && strstr(err->msg, "may be written by others"), "a reader refuses a directory others may write");
+        gh_error_free(&err);
+        snprintf(r.id, sizeof(r.id), "again");
+        ok(gh_record_save(dir, &r, &err) == 0 && stat(dir, &st) == 0 && (st.st_mode & 07777) == 0700,
+           "the writer tightens it to 0700 and writes");
+        fd = gh_record_dir_open(dir, false, &err);
         if (geteuid() == 0) {
                 if (chown(dir, 1, 1) < 0)
                         printf("# chown: %m\n");
