@@ -20,9 +20,12 @@ int gh_write_file_atomic(int dirfd, const char *name, const void *buf, size_t le
                 return gh_err(err, EINVAL, "writing '%s': not a file name", name);
         if (snprintf(tmp, sizeof(tmp), ".%s.tmp.%d", name, (int) getpid()) >= (int) sizeof(tmp))
                 return gh_err(err, ENAMETOOLONG, "writing %s", name);
-        /* a temporary left by a writer that died with this pid before is ours to replace */
-        unlinkat(dirfd, tmp, 0);
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 07777);
+        if (fd < 0 && errno == EEXIST) {
+                /* a temporary left by a writer that died with this pid before is ours to replace */
+                unlinkat(dirfd, tmp, 0);
+                fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 07777);
+        }
         if (fd < 0)
                 return gh_err(err, errno, "writing %s", name);
         if (fchmod(fd, mode & 07777) < 0)
