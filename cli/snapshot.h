@@ -97,6 +97,8 @@ void cli_pod_name(const struct gh_proc_owner *o, char *buf, size_t size);
 const char *cli_proc_type(const struct gh_gpu_proc *p);
 /* "40", "-" when unknown (-1). */
 void cli_percent(int v, char *buf, size_t size);
+/* The width of the POD column: the longest pod's name, at least 3, at most 24 (64 with no_trunc). */
+int cli_pod_width(const struct gh_gpu_list *list, bool no_trunc);
 /* The process table; width > 0 cuts every line to that many columns (a terminal). */
 void cli_print_procs(const struct gh_gpu_list *list, enum cli_sort sort, bool no_trunc, int width, FILE *out);
 /* The processes whose memory no running container owns, a heading first; prints nothing when

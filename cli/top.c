@@ -136,10 +136,10 @@ static void trend_words(const struct trend *t, size_t window, char *buf, size_t 
                 snprintf(buf, size, "varies");
 }
 
-static void print_containers(const struct cli_container_sum *sums, size_t n, size_t window, bool no_trunc, int width,
-                             FILE *out)
+static void print_containers(const struct gh_gpu_list *list, const struct cli_container_sum *sums, size_t n,
+                             size_t window, bool no_trunc, int width, FILE *out)
 {
-        int idw = no_trunc ? 64 : 12, podw = no_trunc ? 64 : 24;
+        int idw = no_trunc ? 64 : 12, podw = cli_pod_width(list, no_trunc);
         char line[1024];
 
         if (n == 0)
@@ -208,7 +208,7 @@ static void print_screen(const struct gh_gpu_list *list, enum cli_sort sort, siz
                 return;
         _cleanup_free_ struct cli_container_sum *sums = cli_container_sums(list, false, &nsums);
         trends_update(sums, nsums, window);
-        print_containers(sums, nsums, window, no_trunc, width, mem);
+        print_containers(list, sums, nsums, window, no_trunc, width, mem);
         cli_print_procs(list, sort, no_trunc, width, mem);
         cli_print_unowned(list, no_trunc, width, mem);
         fclose(mem);

@@ -23,11 +23,12 @@ void cli_percent(int v, char *buf, size_t size)
 void cli_print_procs(const struct gh_gpu_list *list, enum cli_sort sort, bool no_trunc, int width, FILE *out)
 {
         _cleanup_free_ struct cli_proc_row *rows = NULL;
-        int idw = no_trunc ? 64 : 12, podw = no_trunc ? 64 : 24;
+        int idw = no_trunc ? 64 : 12, podw;
         size_t n;
         char line[1024];
 
         rows = cli_proc_rows(list, sort, &n);
+        podw = cli_pod_width(list, no_trunc);
         snprintf(line, sizeof(line), "%-3s %8s  %-8s %-*s %8s %-4s %9s %4s %4s  %-*s %s", "GPU", "PID", "RUNTIME", idw,
                  "CONTAINER", "CPID", "TYPE", "MEMORY", "SM%", "MEM%", podw, "POD", "COMMAND");
         fprintf(out, "%.*s\n", width > 0 ? width : (int) sizeof(line), line);
@@ -49,6 +50,20 @@ void cli_print_procs(const struct gh_gpu_list *list, enum cli_sort sort, bool no
         }
         if (n == 0)
                 fprintf(out, "No process uses a GPU.\n");
+}
+
+int cli_pod_width(const struct gh_gpu_list *list, bool no_trunc)
+{
+        int w = 3, max = no_trunc ? 64 : 24;
+        char pod[2 * GH_POD_FIELD_MAX];
+
+        for (size_t g = 0; g < list->n; g++)
+                for (size_t i = 0; list->gpus[g].usage && i < list->gpus[g].usage->nprocs; i++) {
+                        cli_pod_name(&list->gpus[g].usage->procs[i].owner, pod, sizeof(pod));
+                        if ((int) strlen(pod) > w)
+                                w = (int) strlen(pod) < max ? (int) strlen(pod) : max;
+                }
+        return w;
 }
 
 /* What holds the memory, in words. */

@@ -759,3 +759,15 @@ prom_stop() {
         wait "$PROM_PID" 2>/dev/null
         PROM_PID=
 }
+
+# promtool_check TEXT: `promtool check metrics` on TEXT (not on the caller's stdin: t_ok runs its
+# command with stdin from /dev/null).  Its lint about dcgm-exporter's own camelCase label names
+# (modelName, UUID, ... are what dcgm-exporter writes) is expected; any other complaint, a parse
+# error above all, fails.  Empty TEXT fails too.
+promtool_check() {
+        local out
+        [ -n "$1" ] || { echo "promtool_check: no exposition text"; return 1; }
+        out=$(promtool check metrics <<<"$1" 2>&1) && return 0
+        out=$(grep -v -E "^(DCGM_FI_DEV_[A-Z_]+|gpuhook_container_(fb_used|sm_util|processes)|gpuhook_fb_unowned) label names should be written in 'snake_case' not 'camelCase'\$" <<<"$out")
+        [ -z "$out" ] || { printf '%s\n' "$out"; return 1; }
+}

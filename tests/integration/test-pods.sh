@@ -103,7 +103,7 @@ t_nomatch "$M" '^fake_metric' "no line of the exposition comes from an annotatio
 t_match "$M" 'namespace="q\\"uo\\\\te\?\} 1\?fake_metric\{a=\\"b\\"\} 2\?\?\[2J"' \
         "the namespace label is escaped as the exposition format says"
 if have_cmd promtool; then
-        t_ok "promtool check metrics accepts the exposition with the hostile labels" promtool check metrics <<<"$M"
+        t_ok "promtool check metrics accepts the exposition with the hostile labels" promtool_check "$M"
 else
         t_skip "promtool check metrics" "promtool (Debian package prometheus) is not installed"
 fi

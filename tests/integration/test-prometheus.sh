@@ -80,8 +80,7 @@ printf '{"metrics": {"names": "dcgm-exporter"}}\n' >"$T/bad-names.json"
 t_not "metrics.names must be both, dcgm or gpuhook" "$GPU_CLI" metrics --config="$T/bad-names.json"
 t_not "--names must be both, dcgm or gpuhook" "$GPU_CLI" metrics --names=all
 if have_cmd promtool; then
-        t_ok "promtool check metrics accepts both sets" sh -c "$(declare -f gpucli); DRV='$DRV' GPU_CLI='$GPU_CLI'
-                gpucli metrics '$CFG' --state-dir='$T_RUNC_ROOT' | promtool check metrics"
+        t_ok "promtool check metrics accepts both sets" promtool_check "$(gpucli metrics "$CFG" --state-dir="$T_RUNC_ROOT")"
 else
         t_skip "promtool check metrics" "promtool is not installed"
 fi

@@ -73,7 +73,7 @@ t_match "$M" '^gpuhook_gpu_temperature_celsius\{gpu="1",.*\} 51$' "metrics: GPU 
 t_match "$M" '^gpuhook_gpu_power_watts\{gpu="1",.*\} 123\.456$' "metrics: GPU 1's power in watts"
 t_nomatch "$M" "$B" "metrics: nothing about the container without a GPU"
 if have_cmd promtool; then
-        t_ok "promtool check metrics accepts the output" promtool check metrics <<<"$M"
+        t_ok "promtool check metrics accepts the output" promtool_check "$M"
 else
         t_skip "promtool check metrics" "promtool (Debian package prometheus) is not installed"
 fi
@@ -129,7 +129,8 @@ if have_cmd tmux; then
         t_match "$QUIT" '^top-exit=0$' "top: the key q quits (exit 0)"
         t_match "$QUIT" '^icanon$' "top: after q the terminal is back in canonical mode"
         t_match "$(head -n1 <<<"$SCREEN")" '^gpu-cli top  [0-9:]+  driver 580\.95\.05  sorted by memory' "top: the header is on the first line"
-        t_is "$(grep hold-fd <<<"$SCREEN" | awk '{print $2}' | tr '\n' ' ')" "$HOST_PID ${A_PID:-x} " \
+        t_is "$(awk '/^GPU +PID +RUNTIME/ {t = 1; next} /^$/ {t = 0} t && /hold-fd/ {print $2}' <<<"$SCREEN" | tr '\n' ' ')" \
+                "$HOST_PID ${A_PID:-x} " \
                 "top: processes sorted by memory (2048 MiB before 512 MiB)"
         t_match "$SCREEN" "^GPU 1 .*util +70%.*51C.*123W" "top: GPU 1's summary line"
         t_is "$(grep -c 'gpu-cli top' <<<"$SCREEN")" 1 "top: one screen, redrawn in place (no scrolled copies)"

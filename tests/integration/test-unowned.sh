@@ -95,7 +95,7 @@ t_match "$M" '^gpuhook_fb_unowned\{gpu="1",UUID="[^"]+",.*,owner="host"\} 700$' 
 t_match "$M" '^gpuhook_fb_unowned\{gpu="1",UUID="[^"]+",.*,owner="container-gone"\} 0$' "metrics: and 0 where there is none"
 
 # --- doctor
-DJ=$(cd / && "$GPU_CLI" --root="$DRV" doctor "$CFG" --mps-dir="$MPS" --state-dir="$T_RUNC_ROOT" --json 2>/dev/null)
+DJ=$(gpucli doctor "$CFG" --mps-dir="$MPS" --state-dir="$T_RUNC_ROOT" --json 2>/dev/null)
 MEMCHECK=$("$GH_PYTHON" -c '
 import json, sys
 for c in json.load(sys.stdin)["checks"]:
