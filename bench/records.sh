@@ -4,8 +4,8 @@
 #   bash bench/records.sh [BUILD_DIR]     (as root; GH_BENCH_RUNS rounds, default 21)
 #
 # Each round starts, in shuffled order with a fixed pause between starts, a GPU container (fake 2-GPU
-# driver, NVIDIA_VISIBLE_DEVICES=all) through gpu-hook with records on (containers.dir in the temp
-# dir) and with records off (containers.dir ""), each carrying containerd's CRI annotations.
+# driver, NVIDIA_VISIBLE_DEVICES=all) through gpu-hook with records on (containers.dir on a tmpfs)
+# and with records off (containers.dir ""), each carrying containerd's CRI annotations.
 # Prints medians and p90 of the whole `runc run` and of the hook log's own `record` phase (the
 # record's write and its /proc read, timed inside gpu-hook), and the difference of the medians.
 set -u
@@ -21,8 +21,12 @@ RUNS=${GH_BENCH_RUNS:-21}
 make_busybox_rootfs "$T/rootfs" >/dev/null || exit 1
 bash "$GH_SOURCE_DIR/tests/fake-driver/make-root.sh" "$T/drv" >"$T/mkroot.log" 2>&1 || { cat "$T/mkroot.log"; exit 1; }
 mkdir -p "$T_RUNC_ROOT"
+# /run, where records live, is a tmpfs on systemd hosts: measure on one (/dev/shm), not on the
+# disk the temp dir may be on.
+RECDIR=$(mktemp -d /dev/shm/gh-bench-records.XXXXXX 2>/dev/null || echo "$T/records")
+trap 'rm -rf "$RECDIR"; _gh_cleanup' EXIT
 for kind in on off; do
-        dir=$T/records
+        dir=$RECDIR/records
         [ $kind = off ] && dir=
         printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s"}, "containers": {"dir": "%s"}}\n' \
                 "$T/drv" "$GPU_CLI" "$T/hook-$kind.log" "$dir" >"$T/config-$kind.json"
