@@ -3,15 +3,15 @@
 #
 #   bash bench/bench.sh [BUILD_DIR]     (as root; default build dir: $GH_BUILD_DIR, else build)
 #
-# Prints a markdown table: medians (and min/max) of GH_BENCH_RUNS (default 15) runs of
-#   - `runc run /bin/true` without a hook (the baseline of the ratios, measured in the same run),
-#   - the same with gpu-hook as createRuntime hook on a non-GPU container and on a GPU container
-#     (fake 2-GPU driver, NVIDIA_VISIBLE_DEVICES=all, compute,utility),
-#   - `gpu-cli configure` alone for the 2-, 8- and 64-GPU profiles, and the cost per extra GPU;
-# then the driver-state cache table (bench_statecache_table in common.sh: interleaved rounds, each
-# a plain start, gpu-hook with all GPUs, NVIDIA_REQUIRE_CUDA on a warm and a cold cache, and a plain
-# start right after each), `gpu-cli info` from proc, cache and NVML, and the fingerprint's cost.
-# Rows whose feature has not landed say "not landed".
+# Prints markdown: the machine, then the start-up table of bench/starts.sh (`runc run /bin/true` in
+# GH_BENCH_ROUNDS shuffled rounds, default 31, GH_BENCH_PAUSE s before every start, seed
+# GH_BENCH_SEED: no hook, a /bin/true hook, gpu-hook on a non-GPU container, the hook path with all
+# of the fake driver's 2 GPUs, with NVIDIA_REQUIRE_CUDA on a warm and a cold driver-state cache, and
+# the CDI path; median, p90 and the difference to "no hook" within the same rounds), the phases
+# gpu-hook and cdi-hook logged on those starts, peak RSS per kind; then `gpu-cli configure` alone for
+# the 2-, 8- and 64-GPU profiles and the cost per extra GPU; the driver-state cache table (shuffled
+# rounds, each kind followed by a plain start), `gpu-cli info` from proc, cache and NVML, and the
+# fingerprint's cost.  Rows whose feature has not landed say "not landed".
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 export GH_SOURCE_DIR=${GH_SOURCE_DIR:-$(dirname "$here")}
@@ -20,12 +20,14 @@ export GH_BUILD_DIR=$(cd "$BUILD" 2>/dev/null && pwd) || { echo "bench: no build
 export GPU_CLI=$GH_BUILD_DIR/cli/gpu-cli GPU_HOOK=$GH_BUILD_DIR/hook/gpu-hook
 . "$GH_SOURCE_DIR/tests/lib.sh"
 . "$here/common.sh"
+. "$here/starts.sh"
 
 [ "$(id -u)" -eq 0 ] || { echo "bench: needs root (runc)" >&2; exit 1; }
 have_cmd "$RUNC" || { echo "bench: runc is not installed" >&2; exit 1; }
 [ -x "$GPU_CLI" ] && [ -x "$GPU_HOOK" ] || { echo "bench: no gpu-cli/gpu-hook in $GH_BUILD_DIR; build first" >&2; exit 1; }
 
 make_busybox_rootfs "$T/rootfs" || exit 1
+make_busybox_rootfs "$T/rootfs-glibc" --glibc || exit 1
 
 # Fake driver roots, one per profile.
 declare -A ROOTS
@@ -41,31 +43,30 @@ for p in default:2 8gpu-mig:8 64gpu:64; do
         fi
 done
 
-echo "# gpu-hook container-start overhead, CPU machine, fake driver ($(date -u +%Y-%m-%d), $(nproc) cores, $("$RUNC" --version | head -n 1))"
+echo "# gpu-hook container-start overhead, CPU machine, fake driver ($(date -u +%Y-%m-%d))"
 echo
-
-bench_runc_baselines "$T/rootfs"
-
-# hook_bundle NAME ROOT ENV...: a /bin/true bundle with gpu-hook (config: cli.root=ROOT).
-hook_bundle() {
-        local b=$T/$1 root=$2
-        shift 2
-        make_bundle "$b" "$T/rootfs" /bin/true
-        printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s"}}\n' "$root" "$GPU_CLI" "$T/gpu-hook.log" \
-                >"$b/gpu-hook.json"
-        bundle_add_hook "$b" createRuntime "$GPU_HOOK" "--config=$b/gpu-hook.json" createRuntime
-        [ $# -gt 0 ] && bundle_set_env "$b" "$@"
-        return 0
-}
-
-hook_bundle nongpu "${ROOTS[2]:-/}"
-bench_measure "gpu-hook, non-GPU container" runc "$T/nongpu"
-if [ -n "${ROOTS[2]:-}" ]; then
-        hook_bundle gpu "${ROOTS[2]}" NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility
-        bench_measure "gpu-hook, GPU container (2 fake GPUs, all, compute,utility)" runc "$T/gpu"
+bench_machine_info
+echo
+if [ -z "${ROOTS[2]:-}" ]; then
+        echo "no fake driver root: no start-up table"
 else
-        bench_note "gpu-hook, GPU container (2 fake GPUs)" "no fake driver root"
+        echo "## start-up: runc run /bin/true, busybox + glibc image with its own ld.so.cache, 2 fake GPUs"
+        echo
+        bench_starts "${ROOTS[2]}" "$T/rootfs-glibc"
+        echo
+        echo "Δ columns: the kind's time minus \"no hook\"'s; \"median of per-round differences\" pairs the two starts of the same round."
+        echo
+        echo "## phases logged by gpu-hook (timings_us) and cdi-hook on those starts, medians in µs"
+        echo
+        bench_starts_phases
+        echo
+        echo "## peak RSS"
+        echo
+        bench_starts_rss "${GH_BENCH_RSS_RUNS:-5}"
+        echo
 fi
+echo "## gpu-cli configure alone"
+echo
 
 declare -A CONF_MED
 for n in 2 8 64; do

@@ -43,7 +43,7 @@ gpu_create() { cp "$T/gpu.json" "$T/gpu/config.json" && "$RT" create --bundle "$
 bench_measure "cp config.json (the next row's share)" cmd cp "$T/gpu.json" "$T/gpu/config.json"
 bench_measure "cp + gpu-runtime create, GPU container (2 fake GPUs)" cmd gpu_create
 
-engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GPU_HOOK\"}}"
+engine_write_config "{$(engine_runtime_json)}"
 BENCH_RUNS=${GH_BENCH_RUNS_RUNC:-15}
 bench_runc_baselines "$IMGROOT"
 RUNC=$RT bench_measure "gpu-runtime run /bin/true, not a GPU container" runc "$T/plain"

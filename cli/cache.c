@@ -41,13 +41,13 @@ static int open_driver(const struct cli_globals *g, int *rootfd)
         *rootfd = gh_rootfs_open(g->root, &err);
         if (*rootfd < 0) {
                 fprintf(stderr, "gpu-cli: cache: %s; check --root\n", err->msg);
-                return CLI_EXIT_NO_DRIVER;
+                return GH_EXIT_NO_DRIVER;
         }
         if (gh_gpus_driver_version(*rootfd, version, sizeof(version), &err) < 0) {
                 fprintf(stderr, "gpu-cli: cache: %s\n", err->msg);
-                return err->code == ENOENT ? CLI_EXIT_NO_DRIVER : CLI_EXIT_FAILURE;
+                return err->code == ENOENT ? GH_EXIT_NO_DRIVER : GH_EXIT_FAILURE;
         }
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }
 
 static int refresh(const struct cli_globals *g, int timeout_ms)
@@ -59,7 +59,7 @@ static int refresh(const struct cli_globals *g, int timeout_ms)
         _cleanup_close_ int rootfd = -1;
         int r;
 
-        if ((r = open_driver(g, &rootfd)) != CLI_EXIT_OK)
+        if ((r = open_driver(g, &rootfd)) != GH_EXIT_OK)
                 return r;
         gopts.uid = g->uid;
         gopts.gid = g->gid;
@@ -68,11 +68,11 @@ static int refresh(const struct cli_globals *g, int timeout_ms)
         if (gh_driver_fingerprint(rootfd, NULL, &fp, &err) < 0 || gh_gpus_load(rootfd, &gopts, &list, &err) < 0 ||
             gh_statecache_save(g->state_file, &fp, &list, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cache refresh: %s\n", err->msg);
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         printf("driver-state cache %s: %zu GPU(s), driver %s, CUDA %s\n", g->state_file, list.n, list.driver_version,
                list.cuda_version);
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }
 
 static long now_ns(void)
@@ -96,20 +96,20 @@ static int fingerprint(const struct cli_globals *g, int repeat)
         _cleanup_free_ long *ns = NULL;
         int r;
 
-        if ((r = open_driver(g, &rootfd)) != CLI_EXIT_OK)
+        if ((r = open_driver(g, &rootfd)) != GH_EXIT_OK)
                 return r;
         if (gh_driver_fingerprint(rootfd, NULL, &fp, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cache fingerprint: %s\n", err->msg);
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         if (repeat <= 0) {
                 fputs(fp.text, stdout);
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         }
         /* As on a hit: the library paths are known (from the cache file), the ld.so.cache is not parsed. */
         ns = calloc((size_t) repeat, sizeof(*ns));
         if (ns == NULL)
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         for (int i = 0; i < repeat; i++) {
                 struct gh_driver_fp again = { 0 };
                 long t0 = now_ns();
@@ -118,13 +118,13 @@ static int fingerprint(const struct cli_globals *g, int repeat)
                 gh_driver_fp_free(&again);
                 if (r < 0) {
                         fprintf(stderr, "gpu-cli: cache fingerprint: %s\n", err->msg);
-                        return CLI_EXIT_FAILURE;
+                        return GH_EXIT_FAILURE;
                 }
         }
         qsort(ns, (size_t) repeat, sizeof(*ns), cmp_long);
         printf("fingerprint: median %.1f us, min %.1f us, max %.1f us (%d runs, %zu bytes)\n", ns[repeat / 2] / 1000.0,
                ns[0] / 1000.0, ns[repeat - 1] / 1000.0, repeat, strlen(fp.text));
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }
 
 static int show(const struct cli_globals *g)
@@ -136,17 +136,17 @@ static int show(const struct cli_globals *g)
         size_t n;
         int r;
 
-        if ((r = open_driver(g, &rootfd)) != CLI_EXIT_OK)
+        if ((r = open_driver(g, &rootfd)) != GH_EXIT_OK)
                 return r;
         r = gh_statecache_lookup(rootfd, g->state_file, &list, why, sizeof(why));
         printf("driver-state cache %s: %s\n", g->state_file, r > 0 ? "fresh (holds for the driver as it is now)" : why);
         if (r <= 0 && strncmp(why, "stale", 5) != 0)
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         /* Stale or fresh, the file itself passed every check: show it. */
         f = fopen(g->state_file, "re");
         while (f != NULL && (n = fread(buf, 1, sizeof(buf), f)) > 0)
                 fwrite(buf, 1, n, stdout);
-        return r > 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+        return r > 0 ? GH_EXIT_OK : GH_EXIT_FAILURE;
 }
 
 int cmd_cache(int argc, char **argv, const struct cli_globals *g)
@@ -168,7 +168,7 @@ int cmd_cache(int argc, char **argv, const struct cli_globals *g)
                         long s = strtol(optarg, &end, 10);
                         if (*optarg == '\0' || *end != '\0' || s < 1 || s > 3600) {
                                 fprintf(stderr, "gpu-cli: cache: --timeout '%s' must be 1..3600 seconds\n", optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         timeout_ms = (int) s * 1000;
                         break;
@@ -178,18 +178,18 @@ int cmd_cache(int argc, char **argv, const struct cli_globals *g)
                         long n = strtol(optarg, &end, 10);
                         if (*optarg == '\0' || *end != '\0' || n < 1 || n > 1000000) {
                                 fprintf(stderr, "gpu-cli: cache: --repeat '%s' must be 1..1000000\n", optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         repeat = (int) n;
                         break;
                 }
-                case 'h': usage(stdout); return CLI_EXIT_OK;
-                default: usage(stderr); return CLI_EXIT_USAGE;
+                case 'h': usage(stdout); return GH_EXIT_OK;
+                default: usage(stderr); return GH_EXIT_USAGE;
                 }
         }
         if (optind + 1 != argc) {
                 fprintf(stderr, "gpu-cli: cache: say refresh, show or clear; see 'gpu-cli cache --help'\n");
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         action = argv[optind];
         if (strcmp(action, "fingerprint") == 0)
@@ -197,14 +197,14 @@ int cmd_cache(int argc, char **argv, const struct cli_globals *g)
         if (strcmp(action, "refresh") != 0 && strcmp(action, "show") != 0 && strcmp(action, "clear") != 0) {
                 fprintf(stderr, "gpu-cli: cache: unknown action '%s'; use refresh, show, clear or fingerprint\n",
                         action);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (g->state_file == NULL) {
                 fprintf(stderr,
                         "gpu-cli: cache: no driver-state cache for --root=%s (or --no-cache given); "
                         "name one with --state-file=FILE\n",
                         g->root);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (strcmp(action, "refresh") == 0)
                 return refresh(g, timeout_ms);
@@ -212,7 +212,7 @@ int cmd_cache(int argc, char **argv, const struct cli_globals *g)
                 return show(g);
         if (gh_statecache_clear(g->state_file, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cache clear: %s\n", err->msg);
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cdi-hook.h"
@@ -24,6 +25,8 @@ static void cdi_hook_usage(FILE *out)
                      "      --mask-proc                mask /proc/driver/nvidia: params with ModifyDeviceFiles: 0,\n"
                      "                                 version, registry, and gpus/ of the GPUs whose /dev/nvidiaN\n"
                      "                                 the container was given (config.json linux.devices)\n"
+                     "      --log=FILE                 append one JSON line per run to FILE: the container, the\n"
+                     "                                 result and each phase's time (gpu-hook's log format)\n"
                      "\n"
                      "The image's /etc/ld.so.cache entries are kept; the image's ldconfig is never run.  Its own\n"
                      "environment is ignored.  It refuses to run outside the container's mount namespace.\n"
@@ -31,7 +34,7 @@ static void cdi_hook_usage(FILE *out)
                      "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
-enum { OPT_LINK = 1000, OPT_LIBRARY, OPT_LIBRARY32, OPT_MASK_PROC };
+enum { OPT_LINK = 1000, OPT_LIBRARY, OPT_LIBRARY32, OPT_MASK_PROC, OPT_LOG };
 
 static int add_pair(const char *opt, char *arg, bool b_abs, struct gh_cdi_pair **v, size_t *n)
 {
@@ -60,12 +63,15 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                 { "library", required_argument, NULL, OPT_LIBRARY },
                 { "library32", required_argument, NULL, OPT_LIBRARY32 },
                 { "mask-proc", no_argument, NULL, OPT_MASK_PROC },
+                { "log", required_argument, NULL, OPT_LOG },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
         struct gh_cdi_hook_opts o = { .root = g->root, .state_fd = STDIN_FILENO };
         _cleanup_error_ gh_error_t err = NULL;
-        int c, r = CLI_EXIT_USAGE;
+        const char *log_file = NULL;
+        struct gh_hooklog log;
+        int c, r = GH_EXIT_USAGE;
 
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (c) {
@@ -82,9 +88,16 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                                 goto out;
                         break;
                 case OPT_MASK_PROC: o.mask_proc = true; break;
+                case OPT_LOG:
+                        if (optarg[0] != '/') {
+                                fprintf(stderr, "gpu-cli: cdi-hook: --log needs an absolute path, not '%s'\n", optarg);
+                                goto out;
+                        }
+                        log_file = optarg;
+                        break;
                 case 'h':
                         cdi_hook_usage(stdout);
-                        r = CLI_EXIT_OK;
+                        r = GH_EXIT_OK;
                         goto out;
                 default: cdi_hook_usage(stderr); goto out;
                 }
@@ -95,12 +108,31 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                         argv[optind]);
                 goto out;
         }
+        if (log_file != NULL) {
+                /* From main() on, so that "setup" is gpu-cli's own start (what exec took is not seen here). */
+                gh_hooklog_start(&log, "createContainer");
+                log.program = "gpu-cli cdi-hook";
+                log.start.tv_sec = (time_t) (g->started_us / 1000000);
+                log.start.tv_nsec = (long) (g->started_us % 1000000) * 1000;
+                log.mark = log.start;
+                o.log = &log;
+        }
         if (gh_cdi_hook_run(&o, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi-hook: %s\n", err && err->msg ? err->msg : "failed");
-                r = CLI_EXIT_FAILURE;
-                goto out;
+                r = GH_EXIT_FAILURE;
+                if (o.log != NULL) {
+                        gh_hooklog_set_error(&log, err && err->msg ? err->msg : "failed");
+                        log.exit_code = r;
+                }
+        } else {
+                r = GH_EXIT_OK;
+                if (o.log != NULL)
+                        log.result = "configured";
         }
-        r = CLI_EXIT_OK;
+        if (o.log != NULL) {
+                gh_hooklog_write(&log, log_file);
+                gh_hooklog_free(&log);
+        }
 out:
         free(o.links);
         free(o.libs);

@@ -9,20 +9,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "capability.h"
+#include "cdi-specs.h"
 #include "cdi.h"
 #include "cleanup.h"
+#include "doctor.h"
+#include "gpus.h"
 #include "cli.h"
+#include "file.h"
 #include "log.h"
 #include "mps.h"
 #include "oci.h"
 #include "plan.h"
 #include "readfile.h"
-
-#define CDI_SPEC_MAX (64u << 20) /* a 64-GPU spec with MIG is well under a megabyte */
-static const char *const spec_dirs[] = { "/etc/cdi", "/var/run/cdi" };
+#include "rootfs.h"
 
 static void generate_usage(FILE *out)
 {
@@ -59,108 +62,43 @@ static void generate_usage(FILE *out)
 
 static void list_usage(FILE *out)
 {
-        fprintf(out, "Usage: gpu-cli cdi list [--json] [FILE...]\n"
+        fprintf(out, "Usage: gpu-cli [--root=DIR] cdi list [--json|--quiet] [--cdi-dir=DIR]... [FILE...]\n"
                      "\n"
-                     "Prints the fully qualified device names (VENDOR/CLASS=NAME) the CDI specs offer: FILEs, or the\n"
-                     "JSON specs in /etc/cdi and /var/run/cdi.  --json: {\"devices\": [{\"name\", \"spec\"}]}.\n"
+                     "Every device the CDI specs offer, whoever wrote them, as a runtime resolves them: the .json\n"
+                     "and .yaml files in /etc/cdi and /var/run/cdi (or each --cdi-dir, in order; a later directory\n"
+                     "wins), or the FILEs.  A table DEVICE (VENDOR/CLASS=NAME), WRITER (gpu-hook, gpu-hook-mps,\n"
+                     "nvidia-ctk, device-plugin, dra-driver, unknown), STATE and SPEC.  STATE: ok; stale (the spec\n"
+                     "names another driver version than the loaded one, a device number or a host path this host\n"
+                     "does not have); overridden (a later directory's spec defines it again); conflict (two specs of\n"
+                     "one directory define it: runtimes refuse it).  Why a spec is stale and the command that\n"
+                     "writes it again, and specs that cannot be read, are said on stderr, one line each.\n"
                      "\n"
-                     "Exit status: 0 success, 1 failure, 2 usage error.\n");
+                     "  --json     {\"devices\": [{name, spec, writer, state}], \"specs\": [{path, priority, kind,\n"
+                     "             writer, devices, error, stale, fix}]}\n"
+                     "  --quiet    only the names of the devices a runtime can use, one a line\n"
+                     "\n"
+                     "Exit status: 0 success, 1 a FILE is not a readable CDI spec, 2 usage error.\n");
 }
 
 static void cdi_usage(FILE *out)
 {
-        fprintf(out, "Usage: gpu-cli [GLOBAL OPTIONS] cdi generate|list [OPTIONS]\n"
-                     "\n"
-                     "  generate   write a CDI spec for this driver (see 'gpu-cli cdi generate --help')\n"
-                     "  list       the device names CDI specs offer (see 'gpu-cli cdi list --help')\n");
+        fprintf(out,
+                "Usage: gpu-cli [GLOBAL OPTIONS] cdi generate|refresh|list [OPTIONS]\n"
+                "\n"
+                "  generate   write a CDI spec for this driver (see 'gpu-cli cdi generate --help')\n"
+                "  refresh    write it again once the driver is loaded, when it is stale ('cdi refresh --help')\n"
+                "  list       the devices of every CDI spec, who wrote it, whether it is stale ('cdi list --help')\n");
 }
 
-int cli_cdi_read(const char *path, json_t **out, gh_error_t *err)
+int cli_cdi_read(const char *path, json_t **out, gh_error_t *err) { return gh_cdi_spec_read(path, out, err); }
+
+/* A runtime reading the directory sees the old spec or the new one, never half of one (the
+ * temporary name starts with a dot and has no .json: no CDI reader picks it up); synced, since a
+ * spec in /etc/cdi outlives a reboot; the directory made if missing. */
+static int write_spec_text(const char *path, const char *text, struct stat *st, gh_error_t *err)
 {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        _cleanup_free_ char *buf = NULL;
-        struct stat st;
-        size_t len;
-
-        *out = NULL;
-        if (fd < 0)
-                return gh_err(err, errno, "opening %s", path);
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-                return gh_err(err, errno ? errno : EINVAL, "%s is not a regular file", path);
-        if (gh_read_bounded(fd, CDI_SPEC_MAX, &buf, &len, path, err) < 0)
-                return -1;
-        *out = gh_json_parse(buf, len, path, err);
-        if (*out == NULL)
-                return -1;
-        if (!json_is_object(*out) || !json_is_string(json_object_get(*out, "kind")) ||
-            !json_is_array(json_object_get(*out, "devices"))) {
-                json_decref(*out);
-                *out = NULL;
-                return gh_err(err, EINVAL, "%s is not a CDI spec (no \"kind\" and \"devices\")", path);
-        }
-        return 0;
-}
-
-/* mkdir -p for the spec directory (root-owned, 0755). */
-static int make_dirs(const char *dir, gh_error_t *err)
-{
-        char buf[PATH_MAX];
-
-        if (snprintf(buf, sizeof(buf), "%s", dir) >= (int) sizeof(buf))
-                return gh_err(err, ENAMETOOLONG, "%s", dir);
-        for (char *p = buf + 1;; p++) {
-                if (*p != '/' && *p != '\0')
-                        continue;
-                char c = *p;
-                *p = '\0';
-                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                        return gh_err(err, errno, "creating %s", buf);
-                *p = c;
-                if (c == '\0')
-                        return 0;
-        }
-}
-
-/* Writes data to path through a temp file in the same directory and rename(): a runtime reading
- * the directory sees the old spec or the new one, never half of one.  *st: the file written. */
-static int write_atomic(const char *path, const char *data, size_t len, struct stat *st, gh_error_t *err)
-{
-        _cleanup_free_ char *copy = strdup(path), *tmp = NULL;
-        _cleanup_close_ int dfd = -1, fd = -1;
-        char *slash, *base;
-        const char *dir;
-
-        if (copy == NULL)
-                return gh_err(err, ENOMEM, "writing %s", path);
-        slash = strrchr(copy, '/');
-        if (slash == NULL) {
-                dir = ".";
-                base = copy;
-        } else {
-                *slash = '\0';
-                dir = slash == copy ? "/" : copy;
-                base = slash + 1;
-        }
-        if (*base == '\0')
-                return gh_err(err, EINVAL, "--output '%s' names a directory; give a file name", path);
-        if (make_dirs(dir, err) < 0)
-                return -1;
-        dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return gh_err(err, errno, "opening %s", dir);
-        /* A dot name without .json/.yaml: no CDI reader picks the temp file up. */
-        if (asprintf(&tmp, ".%s.%d.tmp", base, (int) getpid()) < 0)
-                return gh_err(err, ENOMEM, "writing %s", path);
-        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return gh_err(err, errno, "creating a temp file in %s", dir);
-        if (fchmod(fd, 0644) < 0 || write(fd, data, len) != (ssize_t) len || fsync(fd) < 0 ||
-            (st != NULL && fstat(fd, st) < 0) || renameat(dfd, tmp, dfd, base) < 0) {
-                int e = errno;
-                unlinkat(dfd, tmp, 0);
-                return gh_err(err, e ? e : EIO, "writing %s", path);
-        }
-        return 0;
+        return gh_write_file_at(AT_FDCWD, path, text, strlen(text), 0644,
+                                GH_WRITE_ATOMIC | GH_WRITE_SYNC | GH_WRITE_MKDIR_0755, st, err);
 }
 
 static char *spec_text(json_t *spec)
@@ -180,7 +118,7 @@ int cli_cdi_write(json_t *spec, const char *path, struct stat *st, gh_error_t *e
 
         if (text == NULL)
                 return gh_err(err, ENOMEM, "writing %s", path);
-        return write_atomic(path, text, strlen(text), st, err);
+        return write_spec_text(path, text, st, err);
 }
 
 int cli_self_path(char *buf, size_t size)
@@ -206,7 +144,63 @@ static int parse_names(const char *s, unsigned *names)
         return 0;
 }
 
-static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
+static void refresh_usage(FILE *out)
+{
+        fprintf(out, "Usage: gpu-cli [--root=DIR] cdi refresh [--wait=SECONDS] [--output=FILE] [OPTIONS]\n"
+                     "\n"
+                     "Writes the CDI spec again when it is missing or stale, once the NVIDIA driver is really\n"
+                     "loaded: /proc/driver/nvidia/version, the GPUs, /dev/nvidiactl and each GPU's /dev/nvidiaN with\n"
+                     "their numbers, and libnvidia-ml.so.1 of the module's version in the ld cache.  Until then it\n"
+                     "waits, at most --wait seconds (default 60), and then gives up with one line, writing nothing.\n"
+                     "The systemd unit gpu-hook-cdi-refresh.service runs it at boot and, through a udev rule,\n"
+                     "whenever the nvidia module is loaded or a GPU is bound to it.\n"
+                     "\n"
+                     "      --wait=SECONDS         how long to wait for the driver (default 60, at most 3600)\n"
+                     "  -o, --output=FILE          default /etc/cdi/VENDOR-CLASS.json\n"
+                     "      --vendor=NAME, --class=NAME, --device-name-strategy=NAMES, --capabilities=LIST,\n"
+                     "      --layout=LAYOUT, --hook-path=PATH\n"
+                     "                             as for 'gpu-cli cdi generate'\n"
+                     "\n"
+                     "Exit status: 0 written or already current, 1 the driver did not become ready or writing\n"
+                     "failed, 2 usage error.\n");
+}
+
+static const char *driver_version_of(const struct cli_globals *g)
+{
+        static char version[GH_VERSION_MAX];
+        _cleanup_error_ gh_error_t err = NULL;
+        _cleanup_close_ int rootfd = gh_rootfs_open(g->root, &err);
+
+        if (rootfd < 0 || gh_gpus_driver_version(rootfd, version, sizeof(version), &err) < 0)
+                snprintf(version, sizeof(version), "unknown");
+        return version;
+}
+
+/* Polls until the driver is ready for a spec (gh_doctor_driver_ready), at most wait_s seconds;
+ * then one line says what was still missing. */
+static int wait_ready(const struct cli_globals *g, long wait_s, const char *output)
+{
+        struct timespec start, now;
+        char why[512];
+
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        for (;;) {
+                if (gh_doctor_driver_ready(g->root, g->ldcache, why, sizeof(why)))
+                        return 0;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                long ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+                if (ms >= wait_s * 1000) {
+                        fprintf(stderr,
+                                "gpu-cli: cdi refresh: the NVIDIA driver is not ready after %ld s (%s); %s left as it "
+                                "was\n",
+                                wait_s, why, output);
+                        return -1;
+                }
+                nanosleep(&(struct timespec) { .tv_nsec = 250 * 1000 * 1000 }, NULL);
+        }
+}
+
+static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool refresh)
 {
         enum {
                 OPT_VENDOR = 0x100,
@@ -217,7 +211,8 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                 OPT_HOOK_PATH,
                 OPT_CHECK,
                 OPT_MPS_GROUP,
-                OPT_MPS_DIR
+                OPT_MPS_DIR,
+                OPT_WAIT
         };
         static const struct option opts[] = {
                 { "output", required_argument, NULL, 'o' },
@@ -230,6 +225,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                 { "check", required_argument, NULL, OPT_CHECK },
                 { "mps-group", required_argument, NULL, OPT_MPS_GROUP },
                 { "mps-dir", required_argument, NULL, OPT_MPS_DIR },
+                { "wait", required_argument, NULL, OPT_WAIT },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -248,6 +244,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
         _cleanup_free_ char *text = NULL, *why = NULL, *output = NULL;
         const char *layout = "debian", *check = NULL;
         char self[PATH_MAX];
+        long wait_s = 60;
         int c;
 
         while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -263,13 +260,13 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                                 fprintf(stderr,
                                         "gpu-cli: cdi generate: --device-name-strategy '%s': use index, uuid or index,uuid\n",
                                         optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         break;
                 case OPT_CAPS:
                         if (gh_capability_parse(optarg, GH_CAP_ALL, &o.caps, &err) < 0) {
                                 fprintf(stderr, "gpu-cli: cdi generate: --capabilities: %s\n", err->msg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         break;
                 case OPT_LAYOUT: layout = optarg; break;
@@ -277,7 +274,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                         if (optarg[0] != '/') {
                                 fprintf(stderr, "gpu-cli: cdi generate: --hook-path '%s' must be an absolute path\n",
                                         optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         o.hook_path = optarg;
                         break;
@@ -287,42 +284,58 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
                         if (optarg[0] != '/') {
                                 fprintf(stderr, "gpu-cli: cdi generate: --mps-dir '%s' must be an absolute path\n",
                                         optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         o.mps_dir = optarg;
                         break;
-                case 'h': generate_usage(stdout); return CLI_EXIT_OK;
-                default: generate_usage(stderr); return CLI_EXIT_USAGE;
+                case OPT_WAIT: {
+                        char *end;
+                        wait_s = strtol(optarg, &end, 10);
+                        if (!refresh || *end != '\0' || wait_s < 0 || wait_s > 3600) {
+                                fprintf(stderr, "gpu-cli: cdi: --wait='%s': %s\n", optarg,
+                                        refresh ? "give seconds, 0 to 3600" : "only cdi refresh waits");
+                                return GH_EXIT_USAGE;
+                        }
+                        break;
+                }
+                case 'h': (refresh ? refresh_usage : generate_usage)(stdout); return GH_EXIT_OK;
+                default: (refresh ? refresh_usage : generate_usage)(stderr); return GH_EXIT_USAGE;
                 }
         }
         if (optind != argc) {
                 fprintf(stderr, "gpu-cli: cdi generate takes no argument ('%s'); see 'gpu-cli cdi generate --help'\n",
                         argv[optind]);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
+        }
+        if (refresh && (check != NULL || o.mps_group != NULL)) {
+                fprintf(stderr, "gpu-cli: cdi refresh: --check and --mps-group are for cdi generate\n");
+                return GH_EXIT_USAGE;
         }
         if (o.mps_dir != NULL && o.mps_group == NULL) {
                 fprintf(stderr, "gpu-cli: cdi generate: --mps-dir is for a group's spec: give --mps-group=NAME too\n");
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (gh_layout_named(layout, &o.layout, &err) < 0 || gh_cdi_check_kind(o.vendor, o.class_, &err) < 0 ||
             (o.mps_group && gh_cdi_check_mps_name(o.mps_group, &err) < 0)) {
                 fprintf(stderr, "gpu-cli: cdi generate: %s\n", err->msg);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (o.hook_path == NULL) {
                 if (cli_self_path(self, sizeof(self)) < 0) {
                         fprintf(stderr,
                                 "gpu-cli: cdi generate: cannot find our own path (%m); pass --hook-path=/usr/bin/gpu-cli\n");
-                        return CLI_EXIT_FAILURE;
+                        return GH_EXIT_FAILURE;
                 }
                 o.hook_path = self;
         }
         if (output == NULL && o.mps_group != NULL) {
                 if (asprintf(&output, CLI_CDI_MPS_SPEC_FMT, o.vendor, o.class_, o.mps_group) < 0)
-                        return CLI_EXIT_FAILURE;
+                        return GH_EXIT_FAILURE;
         } else if (output == NULL && asprintf(&output, "/etc/cdi/%s-%s.json", o.vendor, o.class_) < 0)
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
 
+        if (refresh && strcmp(output, "-") != 0 && wait_ready(g, wait_s, output) < 0)
+                return GH_EXIT_FAILURE;
         if (gh_cdi_generate(&o, &spec, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi generate: %s\n", err && err->msg ? err->msg : "failed");
                 return gh_error_exit_status(err);
@@ -330,143 +343,207 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g)
         if (check != NULL) {
                 if (cli_cdi_read(check, &old, &err) < 0) {
                         fprintf(stderr, "gpu-cli: cdi generate --check: %s\n", err->msg);
-                        return CLI_EXIT_FAILURE;
+                        return GH_EXIT_FAILURE;
                 }
                 if (!gh_cdi_same(spec, old, &why)) {
                         fprintf(stderr,
                                 "gpu-cli: cdi generate --check: %s is stale: %s; write it again with 'gpu-cli cdi generate --output=%s'\n",
                                 check, why ? why : "it differs", check);
-                        return CLI_EXIT_FAILURE;
+                        return GH_EXIT_FAILURE;
                 }
                 printf("%s is current\n", check);
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
+        }
+        if (refresh && strcmp(output, "-") != 0 && access(output, F_OK) == 0) {
+                _cleanup_error_ gh_error_t rerr = NULL;
+                if (cli_cdi_read(output, &old, &rerr) == 0 && gh_cdi_same(spec, old, &why)) {
+                        printf("%s is current (driver %s)\n", output, driver_version_of(g));
+                        return GH_EXIT_OK;
+                }
         }
         text = spec_text(spec);
         if (text == NULL) {
                 fprintf(stderr, "gpu-cli: cdi generate: out of memory\n");
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         if (strcmp(output, "-") == 0) {
                 if (fputs(text, stdout) == EOF || fflush(stdout) == EOF) {
                         fprintf(stderr, "gpu-cli: cdi generate: writing to stdout: %m\n");
-                        return CLI_EXIT_FAILURE;
+                        return GH_EXIT_FAILURE;
                 }
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         }
-        if (write_atomic(output, text, strlen(text), NULL, &err) < 0) {
+        if (write_spec_text(output, text, NULL, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi generate: %s\n", err->msg);
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         gh_debug("CDI spec %s: %zu devices, cdiVersion %s", output, json_array_size(json_object_get(spec, "devices")),
                  json_string_value(json_object_get(spec, "cdiVersion")));
-        return CLI_EXIT_OK;
+        if (refresh)
+                printf("wrote %s (%zu devices, driver %s)%s%s\n", output,
+                       json_array_size(json_object_get(spec, "devices")), driver_version_of(g),
+                       why ? ": it was stale: " : "", why ? why : "");
+        return GH_EXIT_OK;
 }
 
-static int list_file(const char *path, bool json, json_t *out, gh_error_t *err)
+static const char *device_state(const struct gh_cdi_set *set, const struct gh_cdi_device *d)
 {
-        _cleanup_json_ json_t *spec = NULL;
-        json_t *d;
-        size_t i;
+        return d->state == GH_CDI_DEVICE_CONFLICT     ? "conflict"
+               : d->state == GH_CDI_DEVICE_OVERRIDDEN ? "overridden"
+               : set->specs[d->spec].stale            ? "stale"
+                                                      : "ok";
+}
 
-        if (cli_cdi_read(path, &spec, err) < 0)
-                return -1;
-        json_array_foreach (json_object_get(spec, "devices"), i, d) {
-                const char *name = json_string_value(json_object_get(d, "name"));
-                _cleanup_free_ char *q = NULL;
-                if (name == NULL)
-                        continue;
-                if (asprintf(&q, "%s=%s", json_string_value(json_object_get(spec, "kind")), name) < 0)
-                        return gh_err(err, ENOMEM, "listing %s", path);
-                if (!json)
-                        printf("%s\n", q);
-                else if (json_array_append_new(out, json_pack("{s:s, s:s}", "name", q, "spec", path)) < 0)
-                        return gh_err(err, ENOMEM, "listing %s", path);
+static void print_conflict(const struct gh_cdi_set *set, size_t a, size_t b, const char *first, size_t count, void *ctx)
+{
+        _cleanup_free_ char *pa = gh_cdi_printable(set->specs[a].path, PATH_MAX);
+        _cleanup_free_ char *pb = gh_cdi_printable(set->specs[b].path, PATH_MAX);
+
+        (void) ctx;
+        fprintf(stderr,
+                "gpu-cli: cdi list: %s and %s, of the same priority, both define %s%s%.0zu%s: runtimes refuse %s; "
+                "remove one of the two\n",
+                pa ? pa : "?", pb ? pb : "?", first, count > 1 ? " and " : "", count > 1 ? count - 1 : 0,
+                count > 1 ? " more" : "", count > 1 ? "them" : "it");
+}
+
+/* One line per spec that a user has to do something about, on stderr. */
+static void list_problems(const struct gh_cdi_set *set)
+{
+        for (size_t i = 0; i < set->nspecs; i++) {
+                const struct gh_cdi_spec *sp = &set->specs[i];
+                _cleanup_free_ char *p = gh_cdi_printable(sp->path, PATH_MAX);
+                if (sp->error)
+                        fprintf(stderr, "gpu-cli: cdi list: skipped: %s\n", sp->error);
+                else if (sp->stale)
+                        fprintf(stderr, "gpu-cli: cdi list: %s (%s) is stale: %s; %s\n", p ? p : "?",
+                                gh_cdi_writer_name(sp->writer), sp->stale, sp->fix ? sp->fix : "write it again");
         }
-        return 0;
+        gh_cdi_set_conflicts(set, print_conflict, NULL);
 }
 
-static int ends_with(const char *s, const char *suffix)
+static json_t *list_json(const struct gh_cdi_set *set)
 {
-        size_t a = strlen(s), b = strlen(suffix);
-        return a >= b && strcmp(s + a - b, suffix) == 0;
+        json_t *devices = json_array(), *specs = json_array();
+
+        for (size_t i = 0; devices && i < set->ndevices; i++) {
+                const struct gh_cdi_device *d = &set->devices[i];
+                const struct gh_cdi_spec *sp = &set->specs[d->spec];
+                json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "name", d->name, "spec", sp->path, "writer",
+                                      gh_cdi_writer_name(sp->writer), "state", device_state(set, d));
+                if (o && d->state != GH_CDI_DEVICE_OK)
+                        json_object_set_new(o, d->state == GH_CDI_DEVICE_CONFLICT ? "conflicts_with" : "overridden_by",
+                                            json_string(set->specs[d->other].path));
+                if (o == NULL || json_array_append_new(devices, o) < 0) {
+                        json_decref(devices);
+                        devices = NULL;
+                }
+        }
+        for (size_t i = 0; specs && i < set->nspecs; i++) {
+                const struct gh_cdi_spec *sp = &set->specs[i];
+                const char *kind = sp->doc ? json_string_value(json_object_get(sp->doc, "kind")) : NULL;
+                json_t *o =
+                        json_pack("{s:s, s:i, s:s?, s:s, s:I, s:s?, s:s?, s:s?}", "path", sp->path, "priority",
+                                  sp->priority, "kind", kind, "writer", gh_cdi_writer_name(sp->writer), "devices",
+                                  (json_int_t) sp->ndevices, "error", sp->error, "stale", sp->stale, "fix", sp->fix);
+                if (o == NULL || json_array_append_new(specs, o) < 0) {
+                        json_decref(specs);
+                        specs = NULL;
+                }
+        }
+        return json_pack("{s:o?, s:o?}", "devices", devices, "specs", specs);
 }
 
-static int cdi_list(int argc, char **argv)
+static void list_table(const struct gh_cdi_set *set)
+{
+        int w = (int) strlen("DEVICE"), ww = (int) strlen("device-plugin");
+
+        for (size_t i = 0; i < set->ndevices; i++)
+                if ((int) strlen(set->devices[i].name) > w)
+                        w = (int) strlen(set->devices[i].name);
+        printf("%-*s  %-*s  %-10s  %s\n", w, "DEVICE", ww, "WRITER", "STATE", "SPEC");
+        for (size_t i = 0; i < set->ndevices; i++) {
+                const struct gh_cdi_device *d = &set->devices[i];
+                _cleanup_free_ char *p = gh_cdi_printable(set->specs[d->spec].path, PATH_MAX);
+                printf("%-*s  %-*s  %-10s  %s\n", w, d->name, ww, gh_cdi_writer_name(set->specs[d->spec].writer),
+                       device_state(set, d), p ? p : "?");
+        }
+}
+
+static int cdi_list(int argc, char **argv, const struct cli_globals *g)
 {
         static const struct option opts[] = {
                 { "json", no_argument, NULL, 'j' },
+                { "quiet", no_argument, NULL, 'q' },
+                { "cdi-dir", required_argument, NULL, 'd' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
+        static const char *const default_dirs[] = { "/etc/cdi", "/var/run/cdi", NULL };
         _cleanup_error_ gh_error_t err = NULL;
-        json_t *devices = json_array();
-        bool json = false;
-        int c, r = CLI_EXIT_OK;
+        _cleanup_free_ const char **dirs = calloc((size_t) argc + 1, sizeof(*dirs));
+        struct gh_cdi_set set;
+        char version[GH_VERSION_MAX];
+        bool json = false, quiet = false, have_version = false;
+        size_t ndirs = 0;
+        int c, r = GH_EXIT_OK;
 
-        while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (dirs == NULL)
+                return GH_EXIT_FAILURE;
+        while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
                 switch (c) {
                 case 'j': json = true; break;
-                case 'h':
-                        list_usage(stdout);
-                        json_decref(devices);
-                        return CLI_EXIT_OK;
-                default:
-                        list_usage(stderr);
-                        json_decref(devices);
-                        return CLI_EXIT_USAGE;
+                case 'q': quiet = true; break;
+                case 'd': dirs[ndirs++] = optarg; break;
+                case 'h': list_usage(stdout); return GH_EXIT_OK;
+                default: list_usage(stderr); return GH_EXIT_USAGE;
                 }
         }
-        if (devices == NULL)
-                return CLI_EXIT_FAILURE;
-        if (optind < argc) {
-                for (int i = optind; i < argc && r == CLI_EXIT_OK; i++)
-                        if (list_file(argv[i], json, devices, &err) < 0)
-                                r = CLI_EXIT_FAILURE;
+        {
+                _cleanup_error_ gh_error_t verr = NULL;
+                _cleanup_close_ int rootfd = gh_rootfs_open(g->root, &verr);
+                have_version = rootfd >= 0 && gh_gpus_driver_version(rootfd, version, sizeof(version), &verr) == 0;
+        }
+        if (gh_cdi_set_load(ndirs ? dirs : default_dirs, optind < argc ? (const char *const *) argv + optind : NULL,
+                            have_version ? version : NULL, &set, &err) < 0) {
+                fprintf(stderr, "gpu-cli: cdi list: %s\n", err->msg);
+                return GH_EXIT_FAILURE;
+        }
+        /* files named one by one must each be a spec */
+        for (size_t i = 0; optind < argc && i < set.nspecs; i++)
+                if (set.specs[i].error)
+                        r = GH_EXIT_FAILURE;
+        if (json) {
+                if (cli_print_json(list_json(&set)) < 0)
+                        r = GH_EXIT_FAILURE;
+        } else if (quiet) {
+                for (size_t i = 0; i < set.ndevices; i++)
+                        if (set.devices[i].state == GH_CDI_DEVICE_OK)
+                                printf("%s\n", set.devices[i].name);
         } else {
-                for (size_t k = 0; k < sizeof(spec_dirs) / sizeof(spec_dirs[0]) && r == CLI_EXIT_OK; k++) {
-                        struct dirent **ents = NULL;
-                        int n = scandir(spec_dirs[k], &ents, NULL, alphasort);
-                        for (int i = 0; i < n; i++) {
-                                char path[PATH_MAX];
-                                const char *name = ents[i]->d_name;
-                                snprintf(path, sizeof(path), "%s/%s", spec_dirs[k], name);
-                                if (r == CLI_EXIT_OK && name[0] != '.' && ends_with(name, ".json") &&
-                                    list_file(path, json, devices, &err) < 0)
-                                        r = CLI_EXIT_FAILURE;
-                                else if (name[0] != '.' && ends_with(name, ".yaml"))
-                                        fprintf(stderr,
-                                                "gpu-cli: cdi list: %s skipped (YAML; gpu-cli reads JSON specs)\n",
-                                                path);
-                                free(ents[i]);
-                        }
-                        free(ents);
-                }
+                list_table(&set);
         }
-        if (r != CLI_EXIT_OK) {
-                fprintf(stderr, "gpu-cli: cdi list: %s\n", err ? err->msg : "failed");
-                json_decref(devices);
-                return r;
-        }
-        if (json)
-                return cli_print_json(json_pack("{s:o}", "devices", devices)) < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
-        json_decref(devices);
-        return CLI_EXIT_OK;
+        list_problems(&set);
+        gh_cdi_set_free(&set);
+        return r;
 }
 
 int cmd_cdi(int argc, char **argv, const struct cli_globals *g)
 {
         if (argc < 2) {
                 cdi_usage(stderr);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (strcmp(argv[1], "generate") == 0)
-                return cdi_generate(argc - 1, argv + 1, g);
+                return cdi_generate(argc - 1, argv + 1, g, false);
+        if (strcmp(argv[1], "refresh") == 0)
+                return cdi_generate(argc - 1, argv + 1, g, true);
         if (strcmp(argv[1], "list") == 0)
-                return cdi_list(argc - 1, argv + 1);
+                return cdi_list(argc - 1, argv + 1, g);
         if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
                 cdi_usage(stdout);
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         }
-        fprintf(stderr, "gpu-cli: cdi: unknown command '%s'; use generate or list\n", argv[1]);
-        return CLI_EXIT_USAGE;
+        fprintf(stderr, "gpu-cli: cdi: unknown command '%s'; use generate, refresh or list\n", argv[1]);
+        return GH_EXIT_USAGE;
 }

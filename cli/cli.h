@@ -20,6 +20,7 @@ struct cli_globals {
         bool no_pivot;          /* --no-pivot (accepted for compatibility) */
         bool json_log;          /* --log-format=json */
         const char *state_file; /* --state-file (driver-state cache); NULL with --no-cache or another --root */
+        long long started_us;   /* CLOCK_MONOTONIC when main() began: what exec and loading took is seen from outside */
 };
 
 /* Each subcommand gets argv with argv[0] = its name, and returns the process exit status.
@@ -60,15 +61,5 @@ int cli_cdi_read(const char *path, json_t **out, gh_error_t *err);
 int cli_cdi_write(json_t *spec, const char *path, struct stat *st, gh_error_t *err);
 /* The running program's path (/proc/self/exe); -1 with errno. */
 int cli_self_path(char *buf, size_t size);
-
-/* Exit codes, documented in --help: for an error, gh_error_exit_status() (lib/util/error.h) picks the
- * status from the error's kind, with the same values. */
-enum {
-        CLI_EXIT_OK = 0,
-        CLI_EXIT_FAILURE = 1,     /* the operation failed; the message says why */
-        CLI_EXIT_USAGE = 2,       /* bad command line */
-        CLI_EXIT_NO_DRIVER = 3,   /* no NVIDIA driver found under --root */
-        CLI_EXIT_REQUIREMENT = 4, /* a --require expression is not met */
-};
 
 #endif

@@ -1,10 +1,12 @@
 /* gpu-cli configure: the request from the command line (request.h), then gh_configure() in
  * lib/core/configure.c, or with --dry-run the plan it would apply, as JSON. */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "capability.h"
@@ -43,6 +45,9 @@ static void configure_usage(FILE *out)
                 "      --imex-channel=N       give IMEX channel N (repeatable, or a comma list; at most %d)\n"
                 "      --no-persistenced --no-fabricmanager --no-gsp-firmware\n"
                 "      --mps-pipe-dir=DIR     the MPS pipe directory (default /tmp/nvidia-mps)\n"
+                "      --mps-group=NAME       join a running MPS group: its pipe directory and /dev/shm (docs/mps.md)\n"
+                "      --mps-dir=DIR          where MPS groups live (default /run/gpu-hook/mps)\n"
+                "      --timings-fd=FD        write one line of phase timings to FD when done (gpu-hook logs it)\n"
                 "\n"
                 "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found, 4 requirement not met.\n",
                 GH_REQUEST_MAX_IMEX_CHANNELS);
@@ -50,10 +55,11 @@ static void configure_usage(FILE *out)
 
 struct configure_args {
         pid_t pid;
+        int timings_fd;
         bool dry_run, help;
 };
 
-enum { OPT_DRY_RUN = 0x100 };
+enum { OPT_DRY_RUN = 0x100, OPT_TIMINGS_FD };
 
 static int parse_pid(const char *s, pid_t *pid)
 {
@@ -79,9 +85,41 @@ static int configure_option(int c, const char *arg, struct gh_request *req, void
         case 'l': return gh_request_option(req, GH_REQUEST_OPT_LDCONFIG, arg, err);
         case 'c': return gh_request_option(req, GH_REQUEST_OPT_COMPUTE, NULL, err);
         case OPT_DRY_RUN: a->dry_run = true; return 0;
+        case OPT_TIMINGS_FD: {
+                char *end;
+                long v = strtol(arg, &end, 10);
+                /* Close-on-exec: nothing configure runs (a sandboxed ldconfig) inherits it. */
+                if (*arg == '\0' || *end || v < 3 || v > 1000000 || fcntl((int) v, F_SETFD, FD_CLOEXEC) < 0)
+                        return gh_err(err, 0, "invalid --timings-fd '%s': pass an open fd number >= 3", arg);
+                a->timings_fd = (int) v;
+                return 0;
+        }
         case 'h': a->help = true; return 1;
         default: return gh_err(err, 0, "unknown option; see 'gpu-cli configure --help'");
         }
+}
+
+static long long mono_us(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* --timings-fd: one line of KEY=MICROSECONDS for gpu-hook's log.  started/begin/end are
+ * CLOCK_MONOTONIC instants (main() entered, gh_configure() called, it returned): the caller, on the
+ * same clock, sees from them what exec and loading took before main() and exiting took after. */
+static void write_timings(int fd, const struct cli_globals *g, long long begin_us, const struct gh_configure_timings *t)
+{
+        char line[512];
+        int n = snprintf(
+                line, sizeof(line),
+                "started=%lld begin=%lld end=%lld driver=%ld gpus=%ld plan=%ld open=%ld enter=%ld apply=%ld ldcache=%ld cgroup=%ld total=%ld items=%zu\n",
+                g->started_us, begin_us, mono_us(), t->discover_us - t->gpus_us, t->gpus_us, t->plan_us - t->open_us,
+                t->open_us, t->enter_us, t->mount_us - t->enter_us, t->ldcache_us, t->cgroup_us, t->total_us, t->items);
+        if (n > 0 && write(fd, line, (size_t) n) < 0)
+                gh_debug("--timings-fd %d: %m", fd);
+        close(fd);
 }
 
 /* The plan for ROOTFS, as JSON on stdout. */
@@ -95,7 +133,7 @@ static int dry_run(const struct cli_globals *g, const struct gh_request *req, co
 
         if (fd < 0) {
                 fprintf(stderr, "gpu-cli: configure: ROOTFS: %s\n", err->msg);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         gh_layout_detect(fd, &layout);
         if (gh_plan_for_root(g->root, g->ldcache, NULL, req, &layout, &plan, &err) < 0) {
@@ -106,9 +144,9 @@ static int dry_run(const struct cli_globals *g, const struct gh_request *req, co
         gh_plan_free(&plan);
         if (r < 0) {
                 fprintf(stderr, "gpu-cli: configure: writing the plan: %m\n");
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }
 
 int cmd_configure(int argc, char **argv, const struct cli_globals *g)
@@ -116,10 +154,11 @@ int cmd_configure(int argc, char **argv, const struct cli_globals *g)
         static const struct option opts[] = {
                 { "pid", required_argument, NULL, 'p' },
                 { "dry-run", no_argument, NULL, OPT_DRY_RUN },
+                { "timings-fd", required_argument, NULL, OPT_TIMINGS_FD },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        struct configure_args a = { 0 };
+        struct configure_args a = { .timings_fd = -1 };
         const struct gh_request_cli cli = {
                 .options = opts, .shortopts = "p:d:R:l:ch", .option = configure_option, .data = &a
         };
@@ -135,31 +174,35 @@ int cmd_configure(int argc, char **argv, const struct cli_globals *g)
         }
         if (a.help) {
                 configure_usage(stdout);
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         }
         if (first != argc - 1) {
                 fprintf(stderr,
                         "gpu-cli: configure needs exactly one ROOTFS argument; see 'gpu-cli configure --help'\n");
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         o.rootfs = argv[first];
         if (o.rootfs[0] != '/' || strcmp(o.rootfs, "/") == 0) {
                 fprintf(stderr, "gpu-cli: ROOTFS '%s' must be an absolute path other than /\n", o.rootfs);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (a.dry_run)
                 return dry_run(g, &req, o.rootfs);
         if (a.pid == 0) {
                 fprintf(stderr, "gpu-cli: configure needs --pid=PID (the host pid of the container's process)\n");
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         o.pid = a.pid;
-        if (gh_configure(&o, &t, &err) < 0) {
+        long long begin_us = mono_us();
+        int r = gh_configure(&o, &t, &err);
+        if (a.timings_fd >= 0)
+                write_timings(a.timings_fd, g, begin_us, &t);
+        if (r < 0) {
                 fprintf(stderr, "gpu-cli: configure: %s\n", err && err->msg ? err->msg : "failed");
                 return gh_error_exit_status(err);
         }
         gh_debug("configure done in %ld us (discover %ld, plan %ld, mount %ld, ldcache %ld, cgroup %ld, %zu items, %s)",
                  t.total_us, t.discover_us, t.plan_us, t.mount_us, t.ldcache_us, t.cgroup_us, t.items,
                  gh_gpus_origin_name(t.gpus_origin));
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }

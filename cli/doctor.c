@@ -40,6 +40,7 @@ static void usage(FILE *out)
                 "  --hooks-dir=DIR       hooks.d directories to check (default the standard two; repeatable)\n"
                 "  --mps-dir=DIR         where MPS groups live (default: the configuration's mps.dir)\n"
                 "  --cdi-dir=DIR         CDI spec directories (default /etc/cdi, /var/run/cdi; repeatable)\n"
+                "  --dev-char-path=DIR   where the /dev/char links are looked for (default /dev/char)\n"
                 "  --docker-config=FILE  dockerd's configuration (default /etc/docker/daemon.json)\n"
                 "  --cgroup-manager=systemd|cgroupfs  what manages the containers' cgroups (default: systemd\n"
                 "                        when /run/systemd/system exists)\n"
@@ -122,6 +123,7 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
                 { "cgroup-manager", required_argument, NULL, 'm' },
                 { "mps-dir", required_argument, NULL, 'M' },
                 { "docker-config", required_argument, NULL, 'K' },
+                { "dev-char-path", required_argument, NULL, 'C' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -146,29 +148,37 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
                         v = strtol(optarg, &end, 10);
                         if (*optarg == '\0' || *end != '\0' || v < 1 || v > (1L << 22)) {
                                 fprintf(stderr, "gpu-cli: doctor: --pid '%s' is not a process id\n", optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         pid = (pid_t) v;
                         break;
                 case 'c': id = optarg; break;
                 case 'S':
                         if (add_dir(state, &nstate, optarg, "--state-dir") < 0)
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         break;
                 case 'H':
                         if (add_dir(hooks, &nhooks, optarg, "--hooks-dir") < 0)
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         break;
                 case 'D':
                         if (add_dir(cdi, &ncdi, optarg, "--cdi-dir") < 0)
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         break;
                 case 'f': config = optarg; break;
                 case 'K': o.docker_config = optarg; break;
+                case 'C':
+                        if (optarg[0] != '/') {
+                                fprintf(stderr, "gpu-cli: doctor: --dev-char-path '%s' must be an absolute path\n",
+                                        optarg);
+                                return GH_EXIT_USAGE;
+                        }
+                        o.dev_char = optarg;
+                        break;
                 case 'M':
                         if (optarg[0] != '/') {
                                 fprintf(stderr, "gpu-cli: doctor: --mps-dir '%s' must be an absolute path\n", optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         o.mps_dir = optarg;
                         break;
@@ -180,26 +190,26 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
                         else {
                                 fprintf(stderr, "gpu-cli: doctor: --cgroup-manager '%s' must be systemd or cgroupfs\n",
                                         optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         break;
-                case 'h': usage(stdout); return CLI_EXIT_OK;
-                default: usage(stderr); return CLI_EXIT_USAGE;
+                case 'h': usage(stdout); return GH_EXIT_OK;
+                default: usage(stderr); return GH_EXIT_USAGE;
                 }
         }
         if (optind < argc || (pid > 0 && id != NULL)) {
                 fprintf(stderr, "gpu-cli: doctor: %s; see 'gpu-cli doctor --help'\n",
                         optind < argc ? "unexpected argument" : "give --pid or --container, not both");
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (g->user != NULL && gh_service_parse_user(g->user, &o.uid, &o.gid, &err) < 0) {
                 fprintf(stderr, "gpu-cli: %s\n", err->msg);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (gh_config_init(&cfg, &err) < 0 || gh_config_load(&cfg, config, &err) < 0) {
                 fprintf(stderr, "gpu-cli: doctor: %s; fix it or pass --config\n", err->msg);
                 gh_config_free(&cfg);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         o.config = &cfg;
         o.state_roots = state;
@@ -209,7 +219,7 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
                 if (gh_container_find(id, state, &ref, &err) < 0) {
                         fprintf(stderr, "gpu-cli: doctor: %s\n", err->msg);
                         gh_config_free(&cfg);
-                        return CLI_EXIT_FAILURE;
+                        return GH_EXIT_FAILURE;
                 }
                 pid = ref.pid;
                 id = ref.id;
@@ -225,7 +235,7 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
         gh_config_free(&cfg);
         if (fflush(stdout) != 0) {
                 fprintf(stderr, "gpu-cli: doctor: writing the output: %m\n");
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
-        return worst == GH_CHECK_FAIL ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+        return worst == GH_CHECK_FAIL ? GH_EXIT_FAILURE : GH_EXIT_OK;
 }

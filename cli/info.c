@@ -210,18 +210,18 @@ int cmd_info(int argc, char **argv, const struct cli_globals *g)
                         long s = strtol(optarg, &end, 10);
                         if (*optarg == '\0' || *end != '\0' || s < 1 || s > 3600) {
                                 fprintf(stderr, "gpu-cli: info: --timeout '%s' must be 1..3600 seconds\n", optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         gopts.timeout_ms = (int) s * 1000;
                         break;
                 }
-                case 'h': usage(stdout); return CLI_EXIT_OK;
-                default: usage(stderr); return CLI_EXIT_USAGE;
+                case 'h': usage(stdout); return GH_EXIT_OK;
+                default: usage(stderr); return GH_EXIT_USAGE;
                 }
         }
         if (optind < argc) {
                 fprintf(stderr, "gpu-cli: info: unexpected argument '%s'; see 'gpu-cli info --help'\n", argv[optind]);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         gopts.uid = g->uid;
         gopts.gid = g->gid;
@@ -230,7 +230,7 @@ int cmd_info(int argc, char **argv, const struct cli_globals *g)
         rootfd = gh_rootfs_open(g->root, &err);
         if (rootfd < 0) {
                 fprintf(stderr, "gpu-cli: info: %s; check --root\n", err->msg);
-                return err->code == ENOENT || err->code == ENOTDIR ? CLI_EXIT_NO_DRIVER : gh_error_exit_status(err);
+                return err->code == ENOENT || err->code == ENOTDIR ? GH_EXIT_NO_DRIVER : gh_error_exit_status(err);
         }
         /* No driver at all is its own exit status, and needs no service to find out. */
         if (gh_gpus_driver_version(rootfd, version, sizeof(version), &err) < 0) {
@@ -242,14 +242,14 @@ int cmd_info(int argc, char **argv, const struct cli_globals *g)
                         gopts.source == GH_GPUS_NVML
                                 ? "; check the driver with nvidia-smi, or use 'gpu-cli info --fast'"
                                 : "");
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         switch (format) {
         case FORMAT_CSV: print_csv(&list); break;
         case FORMAT_JSON:
                 if (print_json(&list) < 0) {
                         fprintf(stderr, "gpu-cli: info: out of memory writing JSON\n");
-                        return CLI_EXIT_FAILURE;
+                        return GH_EXIT_FAILURE;
                 }
                 break;
         case FORMAT_TEXT:
@@ -257,7 +257,7 @@ int cmd_info(int argc, char **argv, const struct cli_globals *g)
         }
         if (fflush(stdout) != 0) {
                 fprintf(stderr, "gpu-cli: info: writing the output: %m\n");
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }

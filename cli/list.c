@@ -53,6 +53,8 @@ static void usage(FILE *out)
                 "      --no-fabricmanager leave out the nvidia-fabricmanager socket\n"
                 "      --no-gsp-firmware  leave out the GSP firmware\n"
                 "      --mps-pipe-dir=DIR the MPS pipe directory (default /tmp/nvidia-mps)\n"
+                "      --mps-group=NAME   as a member of this running MPS group (docs/mps.md)\n"
+                "      --mps-dir=DIR      where MPS groups live (default /run/gpu-hook/mps)\n"
                 "      --rootfs=DIR       place libraries as in this container root (default: --layout)\n"
                 "      --layout=NAME      debian (/usr/lib/x86_64-linux-gnu, the default) or lib64\n"
                 "      --json             the plan as one JSON object (docs/plan.md); with selectors, only\n"
@@ -118,11 +120,11 @@ static int parse_args(int argc, char **argv, const struct cli_globals *g, struct
         }
         if (o->help) {
                 usage(stdout);
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         }
         if (first < argc) {
                 fprintf(stderr, "gpu-cli: list: unexpected argument '%s'; see 'gpu-cli list --help'\n", argv[first]);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (o->show == 0)
                 o->show = CLI_PLAN_ALL;
@@ -177,9 +179,9 @@ int cmd_list(int argc, char **argv, const struct cli_globals *g)
                 return gh_error_exit_status(err);
         }
         if (o.json) {
-                r = cli_print_json(cli_plan_json(&plan, g->root, o.show)) < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+                r = cli_print_json(cli_plan_json(&plan, g->root, o.show)) < 0 ? GH_EXIT_FAILURE : GH_EXIT_OK;
                 gh_plan_free(&plan);
-                if (r != CLI_EXIT_OK)
+                if (r != GH_EXIT_OK)
                         fprintf(stderr, "gpu-cli: list: writing the output: %m\n");
                 return r;
         }
@@ -187,7 +189,7 @@ int cmd_list(int argc, char **argv, const struct cli_globals *g)
         prefix = strdup(g->root);
         if (prefix == NULL) {
                 gh_plan_free(&plan);
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         for (size_t n = strlen(prefix); n > 0 && prefix[n - 1] == '/'; n--)
                 prefix[n - 1] = '\0';
@@ -197,7 +199,7 @@ int cmd_list(int argc, char **argv, const struct cli_globals *g)
         gh_plan_free(&plan);
         if (fflush(stdout) != 0) {
                 fprintf(stderr, "gpu-cli: list: writing the output: %m\n");
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }

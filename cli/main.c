@@ -2,6 +2,7 @@
  * This file parses the global options and dispatches; each subcommand lives in its own file. */
 #include <getopt.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +21,8 @@ static void usage(FILE *out)
                 "  info        show the driver and the GPUs (--csv, --json)\n"
                 "  list        list the host files a container would get\n"
                 "  configure   inject the driver into a container: configure --pid=PID [OPTIONS] ROOTFS\n"
-                "  ps          the processes using each GPU and their containers (top: refreshed)\n"
+                "  ps          the processes using each GPU and their containers\n"
+                "  top         ps, refreshed in place (q quits, m/u sort)\n"
                 "  metrics     GPU and per-container usage in Prometheus text format (--listen to serve it)\n"
                 "  doctor      check the host, or one container (--pid, --container), for GPU problems\n"
                 "  cache       the driver-state cache: cache refresh|show|clear\n"
@@ -78,8 +80,11 @@ int main(int argc, char **argv)
         struct cli_globals g = { .root = "/", .uid = (uid_t) -1, .gid = (gid_t) -1 };
         bool no_cache = false;
         int (*fn)(int, char **, const struct cli_globals *);
+        struct timespec now;
         int c;
 
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        g.started_us = (long long) now.tv_sec * 1000000 + now.tv_nsec / 1000;
         gh_log_set_program("gpu-cli");
         /* '+' stops at the first non-option: the subcommand and its own options follow. */
         while ((c = getopt_long(argc, argv, "+r:C:u:d:knhV", opts, NULL)) != -1) {
@@ -95,26 +100,26 @@ int main(int argc, char **argv)
                 case 'L':
                         if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
                                 fprintf(stderr, "gpu-cli: --log-format must be 'text' or 'json', not '%s'\n", optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         g.json_log = strcmp(optarg, "json") == 0;
                         break;
-                case 'h': usage(stdout); return CLI_EXIT_OK;
-                case 'V': printf("gpu-cli %s\n", gpuhook_version()); return CLI_EXIT_OK;
-                default: usage(stderr); return CLI_EXIT_USAGE;
+                case 'h': usage(stdout); return GH_EXIT_OK;
+                case 'V': printf("gpu-cli %s\n", gpuhook_version()); return GH_EXIT_OK;
+                default: usage(stderr); return GH_EXIT_USAGE;
                 }
         }
         if (optind >= argc) {
                 usage(stderr);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (g.root[0] != '/') {
                 fprintf(stderr, "gpu-cli: --root '%s' must be an absolute path\n", g.root);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (g.state_file != NULL && (g.state_file[0] != '/' || g.state_file[strlen(g.state_file) - 1] == '/')) {
                 fprintf(stderr, "gpu-cli: --state-file '%s' must be an absolute file path\n", g.state_file);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         /* The default cache belongs to the host's driver; another driver root has one only when asked. */
         if (g.state_file == NULL && strcmp(g.root, "/") == 0)
@@ -127,17 +132,17 @@ int main(int argc, char **argv)
                 if (gh_service_parse_user(g.user, &g.uid, &g.gid, &err) < 0) {
                         fprintf(stderr, "gpu-cli: %s\n", err->msg);
                         gh_error_free(&err);
-                        return CLI_EXIT_USAGE;
+                        return GH_EXIT_USAGE;
                 }
         }
         if (g.debug != NULL && gh_log_open(g.debug, g.json_log) < 0) {
                 fprintf(stderr, "gpu-cli: cannot open debug file %s: %m; pass a writable --debug path\n", g.debug);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         fn = command_fn(argv[optind]);
         if (fn == NULL) {
                 fprintf(stderr, "gpu-cli: unknown command '%s'; see 'gpu-cli --help'\n", argv[optind]);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         int sub = optind;
         optind = 0; /* reset getopt for the subcommand's own parsing */

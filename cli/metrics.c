@@ -79,9 +79,9 @@ static int gather(const struct cli_globals *g, struct cli_usage_opts *uo, const 
 
         pthread_mutex_lock(&lock);
         r = cli_usage_load(g, uo, "metrics", &list);
-        if (r == CLI_EXIT_OK && mo->hpc_dir != NULL && gh_hpc_jobs_write(mo->hpc_dir, &list, &err) < 0)
+        if (r == GH_EXIT_OK && mo->hpc_dir != NULL && gh_hpc_jobs_write(mo->hpc_dir, &list, &err) < 0)
                 fprintf(stderr, "gpu-cli: metrics: %s\n", err->msg); /* the metrics are still right */
-        if (r == CLI_EXIT_OK && f != NULL)
+        if (r == GH_EXIT_OK && f != NULL)
                 cli_write_metrics(&list, &mo->expo, f);
         pthread_mutex_unlock(&lock);
         return r;
@@ -135,7 +135,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         FILE *f = open_memstream(&body, &len);
         if (f == NULL)
                 return MHD_NO;
-        if (gather(s->g, s->uo, s->mo, f) != CLI_EXIT_OK) {
+        if (gather(s->g, s->uo, s->mo, f) != GH_EXIT_OK) {
                 char msg[] = "reading the GPUs failed; gpu-cli's standard error says why\n";
                 fclose(f);
                 free(body);
@@ -200,14 +200,14 @@ static int serve(const struct cli_globals *g, struct cli_usage_opts *uo, const s
                 fprintf(stderr,
                         "gpu-cli: metrics: --listen '%s' is not ADDRESS:PORT (e.g. 127.0.0.1:9400, [::1]:9400)\n",
                         spec);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         lib = dlopen(MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
         if (lib == NULL) {
                 fprintf(stderr,
                         "gpu-cli: metrics: --listen needs %s: %s; install libmicrohttpd (Debian: libmicrohttpd12)\n",
                         MHD_SONAME, dlerror());
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         *(void **) &s.mhd.start_daemon = dlsym(lib, "MHD_start_daemon");
         *(void **) &s.mhd.stop_daemon = dlsym(lib, "MHD_stop_daemon");
@@ -220,7 +220,7 @@ static int serve(const struct cli_globals *g, struct cli_usage_opts *uo, const s
                 fprintf(stderr,
                         "gpu-cli: metrics: %s lacks a function gpu-cli needs; install libmicrohttpd 0.9.71 or newer\n",
                         MHD_SONAME);
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         /* Block the signals before the server's thread starts, so that it inherits the mask and only
          * sigwait below takes them. */
@@ -237,7 +237,7 @@ static int serve(const struct cli_globals *g, struct cli_usage_opts *uo, const s
                         "gpu-cli: metrics: cannot listen on %s (in use, or not an address of this host); "
                         "choose another --listen\n",
                         spec);
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         fprintf(stderr, "gpu-cli: metrics: serving http://%s/metrics\n", spec);
         for (;;) {
@@ -248,7 +248,7 @@ static int serve(const struct cli_globals *g, struct cli_usage_opts *uo, const s
                         gather(g, uo, mo, NULL);
         }
         s.mhd.stop_daemon(d);
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }
 
 /* Without --listen, with --hpc-job-dir and --interval: the job files, every interval, until a signal. */
@@ -263,10 +263,10 @@ static int keep_writing(const struct cli_globals *g, struct cli_usage_opts *uo, 
         sigaddset(&set, SIGTERM);
         pthread_sigmask(SIG_BLOCK, &set, NULL);
         do {
-                if ((r = gather(g, uo, mo, NULL)) != CLI_EXIT_OK)
+                if ((r = gather(g, uo, mo, NULL)) != GH_EXIT_OK)
                         return r;
         } while (sigtimedwait(&set, NULL, &ts) < 0 && (errno == EAGAIN || errno == EINTR));
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }
 
 int cmd_metrics(int argc, char **argv, const struct cli_globals *g)
@@ -296,7 +296,7 @@ int cmd_metrics(int argc, char **argv, const struct cli_globals *g)
                         if ((mo.expo.names = gh_metrics_names_parse(optarg)) < 0) {
                                 fprintf(stderr, "gpu-cli: metrics: --names '%s' must be both, dcgm or gpuhook\n",
                                         optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         break;
                 case 'H': mo.expo.hostname = optarg; break;
@@ -304,7 +304,7 @@ int cmd_metrics(int argc, char **argv, const struct cli_globals *g)
                         if (optarg[0] != '/') {
                                 fprintf(stderr, "gpu-cli: metrics: --hpc-job-dir '%s' must be an absolute path\n",
                                         optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         hpc_dir = optarg;
                         break;
@@ -312,7 +312,7 @@ int cmd_metrics(int argc, char **argv, const struct cli_globals *g)
                         interval = strtol(optarg, &end, 10);
                         if (*optarg == '\0' || *end != '\0' || interval < 1 || interval > 86400) {
                                 fprintf(stderr, "gpu-cli: metrics: --interval '%s' must be 1..86400 seconds\n", optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         break;
                 case 'S':
@@ -322,24 +322,24 @@ int cmd_metrics(int argc, char **argv, const struct cli_globals *g)
                         if ((r = cli_usage_option(c, optarg, &uo, "metrics")) != 0)
                                 return r;
                         break;
-                case 'h': usage(stdout); return CLI_EXIT_OK;
-                default: usage(stderr); return CLI_EXIT_USAGE;
+                case 'h': usage(stdout); return GH_EXIT_OK;
+                default: usage(stderr); return GH_EXIT_USAGE;
                 }
         }
         if (optind < argc) {
                 fprintf(stderr, "gpu-cli: metrics: unexpected argument '%s'; see 'gpu-cli metrics --help'\n",
                         argv[optind]);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         /* the configuration before any thread: the server only reads it */
-        if ((r = cli_usage_config(&uo, "metrics")) != CLI_EXIT_OK)
+        if ((r = cli_usage_config(&uo, "metrics")) != GH_EXIT_OK)
                 return r;
         if (mo.expo.names < 0)
                 mo.expo.names = uo.cfg.metrics.names;
         mo.hpc_dir = hpc_dir ? hpc_dir : uo.cfg.metrics.hpc_job_dir;
         if (interval > 0 && mo.hpc_dir == NULL) {
                 fprintf(stderr, "gpu-cli: metrics: --interval is for --hpc-job-dir (or metrics.hpc-job-mapping-dir)\n");
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         mo.interval = interval > 0 ? (int) interval : listen_on ? 15 : 0;
         if (mo.expo.hostname == NULL)
@@ -348,11 +348,11 @@ int cmd_metrics(int argc, char **argv, const struct cli_globals *g)
                 return serve(g, &uo, &mo, listen_on);
         if (mo.interval > 0)
                 return keep_writing(g, &uo, &mo);
-        if ((r = gather(g, &uo, &mo, stdout)) != CLI_EXIT_OK)
+        if ((r = gather(g, &uo, &mo, stdout)) != GH_EXIT_OK)
                 return r;
         if (fflush(stdout) != 0) {
                 fprintf(stderr, "gpu-cli: metrics: writing the output: %m\n");
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }

@@ -144,7 +144,7 @@ static int start(int argc, char **argv, const struct cli_globals *g, const char 
                         long t = strtol(argv[i] + 10, &end, 10);
                         if (*end != '\0' || end == argv[i] + 10 || t < 1 || t > 100) {
                                 fprintf(stderr, "gpu-cli mps: invalid %s: give a percentage from 1 to 100\n", argv[i]);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         o.threads = (int) t;
                 } else if (strncmp(argv[i], "--memory=", 9) == 0)
@@ -156,26 +156,26 @@ static int start(int argc, char **argv, const struct cli_globals *g, const char 
                                 fprintf(stderr,
                                         "gpu-cli mps start: --cdi-spec '%s' must be an absolute path (or none)\n",
                                         cdi_spec);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                 } else {
                         fprintf(stderr, "gpu-cli mps start: unknown argument '%s'; see 'gpu-cli mps --help'\n",
                                 argv[i]);
-                        return CLI_EXIT_USAGE;
+                        return GH_EXIT_USAGE;
                 }
         }
         o.name = argv[1];
         if (gh_mps_name_check(o.name, &err) < 0 || (memory && gh_mps_parse_size(memory, &o.memory_mib, &err) < 0)) {
                 fprintf(stderr, "gpu-cli mps: %s\n", err->msg);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (device == NULL) {
                 fprintf(stderr, "gpu-cli mps start: --device=ID is required (a GPU index, UUID or bus id)\n");
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (want_spec && gh_cdi_check_mps_name(o.name, &err) < 0) {
                 fprintf(stderr, "gpu-cli mps start: %s, or give --cdi-spec=none\n", err->msg);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         rootfd = gh_rootfs_open(g->root, &err);
         if (rootfd < 0 || gh_gpus_fast(rootfd, &gpus, &err) < 0 || find_control(g, rootfd, &control, &err) < 0)
@@ -184,7 +184,7 @@ static int start(int argc, char **argv, const struct cli_globals *g, const char 
                 goto fail;
         if (req.all || req.none || req.is_void || sel.ngpus != 1 || sel.nmigs != 0) {
                 fprintf(stderr, "gpu-cli mps start: --device=%s must name exactly one whole GPU\n", device);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         o.control = control;
         o.gpu = sel.gpus[0];
@@ -198,7 +198,7 @@ static int start(int argc, char **argv, const struct cli_globals *g, const char 
                         err->msg);
         else if (want_spec)
                 printf("CDI device nvidia.com/gpu=" GH_CDI_MPS_PREFIX "%s: %s\n", grp.name, spec_written);
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 fail:
         fprintf(stderr, "gpu-cli mps start: %s\n", err->msg);
         return gh_error_exit_status(err);
@@ -243,12 +243,12 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
                         json = true;
                 else {
                         fprintf(stderr, "gpu-cli mps list: unknown argument '%s'\n", argv[i]);
-                        return CLI_EXIT_USAGE;
+                        return GH_EXIT_USAGE;
                 }
         }
         if (gh_mps_list(dir, &groups, &n, &err) < 0) {
                 fprintf(stderr, "gpu-cli mps list: %s\n", err->msg);
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         /* clients need the control program; a missing driver only loses that column */
         rootfd = gh_rootfs_open(g->root, &err);
@@ -291,7 +291,7 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
                                                      path, "cdi_spec", spec, "cdi_device", dev));
         }
         if (arr == NULL)
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         if (json) {
                 char *s = json_dumps(arr, JSON_INDENT(2));
                 if (s)
@@ -323,7 +323,7 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
                 }
         }
         json_decref(arr);
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }
 
 int cmd_mps(int argc, char **argv, const struct cli_globals *g)
@@ -338,11 +338,11 @@ int cmd_mps(int argc, char **argv, const struct cli_globals *g)
                         dir = argv[i] + 6;
                         if (dir[0] != '/') {
                                 fprintf(stderr, "gpu-cli mps: --dir '%s' must be an absolute path\n", dir);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                 } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
                         usage(stdout);
-                        return CLI_EXIT_OK;
+                        return GH_EXIT_OK;
                 } else {
                         args[n++] = argv[i];
                 }
@@ -350,20 +350,20 @@ int cmd_mps(int argc, char **argv, const struct cli_globals *g)
         args[n] = NULL;
         if (n < 2) {
                 usage(stderr);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         if (strcmp(args[1], "list") == 0)
                 return list(n - 1, args + 1, g, dir);
         if (strcmp(args[1], "start") == 0 || strcmp(args[1], "stop") == 0) {
                 if (n < 3) {
                         fprintf(stderr, "gpu-cli mps %s: name the group: gpu-cli mps %s NAME\n", args[1], args[1]);
-                        return CLI_EXIT_USAGE;
+                        return GH_EXIT_USAGE;
                 }
                 if (strcmp(args[1], "start") == 0)
                         return start(n - 1, args + 1, g, dir);
                 if (n > 3) {
                         fprintf(stderr, "gpu-cli mps stop: unexpected argument '%s'\n", args[3]);
-                        return CLI_EXIT_USAGE;
+                        return GH_EXIT_USAGE;
                 }
                 _cleanup_error_ gh_error_t err = NULL;
                 _cleanup_free_ char *control = NULL;
@@ -374,11 +374,11 @@ int cmd_mps(int argc, char **argv, const struct cli_globals *g)
                 }
                 if (gh_mps_stop(dir, args[2], control, 0, &err) < 0) {
                         fprintf(stderr, "gpu-cli mps stop: %s\n", err->msg);
-                        return err->code == ENOENT ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+                        return err->code == ENOENT ? GH_EXIT_USAGE : GH_EXIT_FAILURE;
                 }
                 printf("MPS group %s stopped\n", args[2]);
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         }
         fprintf(stderr, "gpu-cli mps: unknown command '%s'; use start, stop or list\n", args[1]);
-        return CLI_EXIT_USAGE;
+        return GH_EXIT_USAGE;
 }

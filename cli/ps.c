@@ -305,19 +305,19 @@ int cmd_ps(int argc, char **argv, const struct cli_globals *g)
                         if ((r = cli_usage_option(c, optarg, &uo, "ps")) != 0)
                                 return r;
                         break;
-                case 'h': ps_usage(stdout); return CLI_EXIT_OK;
-                default: fprintf(stderr, "gpu-cli: ps: bad option; see 'gpu-cli ps --help'\n"); return CLI_EXIT_USAGE;
+                case 'h': ps_usage(stdout); return GH_EXIT_OK;
+                default: fprintf(stderr, "gpu-cli: ps: bad option; see 'gpu-cli ps --help'\n"); return GH_EXIT_USAGE;
                 }
         }
         if (optind < argc) {
                 fprintf(stderr, "gpu-cli: ps: unexpected argument '%s'; see 'gpu-cli ps --help'\n", argv[optind]);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
-        if ((r = cli_usage_load(g, &uo, "ps", &list)) != CLI_EXIT_OK)
+        if ((r = cli_usage_load(g, &uo, "ps", &list)) != GH_EXIT_OK)
                 return r;
         if (mps_load(g, &uo, &mps, &nmps) < 0) {
                 fprintf(stderr, "gpu-cli: ps: out of memory listing MPS clients\n");
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         if (!json) {
                 cli_print_procs(&list, CLI_SORT_GPU, no_trunc, 0, stdout);
@@ -326,12 +326,12 @@ int cmd_ps(int argc, char **argv, const struct cli_globals *g)
         } else if (print_json(&list, mps, nmps) < 0) {
                 mps_rows_free(mps, nmps);
                 fprintf(stderr, "gpu-cli: ps: out of memory writing JSON\n");
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         mps_rows_free(mps, nmps);
         if (fflush(stdout) != 0) {
                 fprintf(stderr, "gpu-cli: ps: writing the output: %m\n");
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }

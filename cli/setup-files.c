@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "file.h"
 #include "readfile.h"
 #include "setup.h"
 
@@ -114,39 +115,11 @@ void setup_print_diff(FILE *out, const char *path, const char *old, const char *
 #undef L
 }
 
-static int write_all(int fd, const char *s, size_t len)
-{
-        while (len > 0) {
-                ssize_t n = write(fd, s, len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -1;
-                s += n;
-                len -= (size_t) n;
-        }
-        return 0;
-}
-
+/* An engine's configuration outlives a reboot: synced; an administrator's mode and owner kept. */
 int setup_write(const char *path, const char *text, gh_error_t *err)
 {
-        char tmp[PATH_MAX];
-        struct stat st;
-        bool had = stat(path, &st) == 0;
-        _cleanup_close_ int fd = -1;
-
-        if (snprintf(tmp, sizeof(tmp), "%s.gpu-cli-tmp.%d", path, (int) getpid()) >= (int) sizeof(tmp))
-                return gh_err(err, ENAMETOOLONG, "writing %s", path);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, had ? st.st_mode & 07777 : 0644);
-        if (fd < 0)
-                return gh_err(err, errno, "writing %s (is its directory there and writable?)", path);
-        if ((had && (fchown(fd, st.st_uid, st.st_gid) < 0 || fchmod(fd, st.st_mode & 07777) < 0)) ||
-            write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0 || rename(tmp, path) < 0) {
-                int e = errno;
-                unlink(tmp);
-                return gh_err(err, e, "writing %s", path);
-        }
-        return 0;
+        return gh_write_file_at(AT_FDCWD, path, text, strlen(text), 0644,
+                                GH_WRITE_ATOMIC | GH_WRITE_SYNC | GH_WRITE_KEEP_OWNER, NULL, err);
 }
 
 int setup_backup(const char *path, const char *text, gh_error_t *err)

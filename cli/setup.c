@@ -4,7 +4,8 @@
  *               with --default), every other key kept; a backup of the original; and the name
  *               dockerd looks for with --gpus, nvidia-container-runtime-hook -> gpu-hook, unless
  *               NVIDIA's own file is installed.
- *   containerd  a drop-in TOML for a "gpu" runtime handler whose BinaryName is gpu-runtime.
+ *   containerd  config.toml, in place (setup-containerd.c says why not a drop-in): CDI on, and a
+ *               "gpu" runtime handler whose BinaryName is gpu-runtime.
  *   crio        a drop-in for a "gpu" runtime, and the hooks.d file.
  *   podman      the hooks.d file (createRuntime).
  *
@@ -57,17 +58,19 @@ static void usage(FILE *out)
 {
         fprintf(out,
                 "Usage: gpu-cli setup docker|containerd|crio|podman [OPTIONS]\n"
+                "       gpu-cli setup dev-char-links [OPTIONS]   (see 'gpu-cli setup dev-char-links --help')\n"
                 "\n"
                 "Configures a container engine to use gpu-hook and gpu-runtime.\n"
                 "  docker      daemon.json: runtime \"gpu\" (gpu-runtime), and nvidia-container-runtime-hook\n"
                 "              -> gpu-hook for `docker run --gpus` (not when NVIDIA's own file is installed)\n"
-                "  containerd  drop-in with a \"gpu\" runtime handler (BinaryName = gpu-runtime)\n"
+                "  containerd  config.toml: CDI on (enable_cdi, cdi_spec_dirs) and a \"gpu\" runtime handler\n"
+                "              (BinaryName = gpu-runtime); containerd 1.6/1.7 (version 2) and 2.x (version 3)\n"
                 "  crio        drop-in with a \"gpu\" runtime, and the hooks.d file\n"
                 "  podman      the hooks.d file\n"
                 "\n"
                 "Options:\n"
-                "  --config=FILE        the file to edit (docker: /etc/docker/daemon.json) or write (containerd:\n"
-                "                       /etc/containerd/conf.d/99-gpu-hook.toml, crio: /etc/crio/crio.conf.d/99-gpu-hook.conf)\n"
+                "  --config=FILE        the file to edit (docker: /etc/docker/daemon.json, containerd:\n"
+                "                       /etc/containerd/config.toml) or write (crio: /etc/crio/crio.conf.d/99-gpu-hook.conf)\n"
                 "  --hooks-dir=DIR      hooks.d for podman and crio (default /etc/containers/oci/hooks.d)\n"
                 "  --hook-link=PATH     docker: the --gpus hook name (default /usr/local/bin/%s; none: skip)\n"
                 "  --default            docker, crio: make \"gpu\" the default runtime\n"
@@ -276,25 +279,6 @@ static int docker_link(const struct setup_opts *o, struct plan *p, gh_error_t *e
 
 /* ---- containerd, CRI-O, hooks.d: whole files that are ours ---------------------------------- */
 
-static char *containerd_text(const struct setup_opts *o)
-{
-        char *s = NULL;
-        if (asprintf(
-                    &s,
-                    "# Written by gpu-cli setup containerd; `gpu-cli setup containerd --undo` removes it.\n"
-                    "# containerd 1.x reads it only when config.toml has imports = [\"/etc/containerd/conf.d/*.toml\"].\n"
-                    "version = 2\n"
-                    "\n"
-                    "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpu]\n"
-                    "  runtime_type = \"io.containerd.runc.v2\"\n"
-                    "\n"
-                    "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpu.options]\n"
-                    "  BinaryName = \"%s\"\n",
-                    o->runtime_path) < 0)
-                return NULL;
-        return s;
-}
-
 static char *crio_text(const struct setup_opts *o)
 {
         char *s = NULL;
@@ -347,6 +331,45 @@ static int own_file(const struct setup_opts *o, struct plan *p, const char *path
         return 0;
 }
 
+static int containerd_toml(const struct setup_opts *o, struct plan *p, gh_error_t *err)
+{
+        struct change *c;
+
+        if (add_change(p, o->config ? o->config : "/etc/containerd/config.toml", err) < 0)
+                return -1;
+        c = &p->v[p->n - 1];
+        if (setup_containerd_edit(c->path, c->exists ? c->old : NULL, o->runtime_path, o->undo, &c->new, err) < 0)
+                return -1;
+        c->backup = c->exists && !o->undo;
+        if (o->undo && c->new != NULL) {
+                /* undo gave the original back: the backup of it has done its job */
+                _cleanup_free_ char *bak = NULL, *text = NULL;
+                _cleanup_error_ gh_error_t e = NULL;
+                bool there = false;
+                if (asprintf(&bak, "%s%s", c->path, SETUP_BACKUP_SUFFIX) >= 0 &&
+                    setup_read(bak, &text, &there, &e) == 0 && there && strcmp(text, c->new) == 0)
+                        c->drop_backup = true;
+        }
+        return 0;
+}
+
+/* The drop-in that gpu-cli setup containerd wrote before it edited config.toml: it reset the node's
+ * CRI settings on containerd 1.x (setup-containerd.c), so it goes, while it is still ours. */
+#define LEGACY_DROPIN "/etc/containerd/conf.d/99-gpu-hook.toml"
+static int legacy_dropin(struct plan *p, gh_error_t *err)
+{
+        struct change *c;
+
+        if (add_change(p, LEGACY_DROPIN, err) < 0)
+                return -1;
+        c = &p->v[p->n - 1];
+        if (c->exists && strncmp(c->old, "# Written by gpu-cli setup containerd", 37) != 0) {
+                c->new = strdup(c->old); /* not ours: left alone */
+                return c->new ? 0 : gh_err(err, ENOMEM, "planning %s", c->path);
+        }
+        return 0;
+}
+
 static int hooksd_file(const struct setup_opts *o, struct plan *p, gh_error_t *err)
 {
         char path[PATH_MAX];
@@ -363,8 +386,7 @@ static int build_plan(const struct setup_opts *o, struct plan *p, gh_error_t *er
                 p->restart = "restart dockerd (`kill -HUP` reloads the runtimes, but the --gpus hook name is looked up "
                              "only at start)";
         } else if (strcmp(o->engine, "containerd") == 0) {
-                if (own_file(o, p, o->config ? o->config : "/etc/containerd/conf.d/99-gpu-hook.toml",
-                             containerd_text(o), NULL, err) < 0)
+                if (containerd_toml(o, p, err) < 0 || (o->config == NULL && legacy_dropin(p, err) < 0))
                         return -1;
                 p->restart = "restart containerd; Kubernetes: a RuntimeClass with handler \"gpu\"";
         } else if (strcmp(o->engine, "crio") == 0) {
@@ -439,7 +461,7 @@ static int parse(int argc, char **argv, struct setup_opts *o)
                 case 'D': o->set_default = true; break;
                 case 'n': o->dry_run = true; break;
                 case 'u': o->undo = true; break;
-                case 'h': usage(stdout); exit(CLI_EXIT_OK);
+                case 'h': usage(stdout); exit(GH_EXIT_OK);
                 default: usage(stderr); return -1;
                 }
         }
@@ -473,11 +495,12 @@ int cmd_setup(int argc, char **argv, const struct cli_globals *g)
         _cleanup_error_ gh_error_t err = NULL;
         struct plan p = { 0 };
         size_t changed = 0;
-        int r = CLI_EXIT_FAILURE;
+        int r = GH_EXIT_FAILURE;
 
-        (void) g;
+        if (argc >= 2 && strcmp(argv[1], "dev-char-links") == 0)
+                return cli_setup_dev_char(argc - 1, argv + 1, g);
         if (parse(argc, argv, &o) < 0)
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         if (build_plan(&o, &p, &err) < 0)
                 goto out;
         for (size_t i = 0; i < p.n; i++) {
@@ -496,9 +519,9 @@ int cmd_setup(int argc, char **argv, const struct cli_globals *g)
                 printf("%s: nothing to change\n", o.engine);
         else if (!o.dry_run)
                 printf("now %s\n", p.restart);
-        r = CLI_EXIT_OK;
+        r = GH_EXIT_OK;
 out:
-        if (r != CLI_EXIT_OK)
+        if (r != GH_EXIT_OK)
                 fprintf(stderr, "gpu-cli setup: %s\n", err && err->msg ? err->msg : "failed");
         plan_free(&p);
         return r;

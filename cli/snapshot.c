@@ -22,7 +22,7 @@ int cli_usage_option(int c, const char *arg, struct cli_usage_opts *o, const cha
         if (c == 'M') {
                 if (arg[0] != '/') {
                         fprintf(stderr, "gpu-cli: %s: --mps-dir '%s' must be an absolute path\n", cmd, arg);
-                        return CLI_EXIT_USAGE;
+                        return GH_EXIT_USAGE;
                 }
                 o->mps_dir = arg;
                 return 0;
@@ -30,11 +30,11 @@ int cli_usage_option(int c, const char *arg, struct cli_usage_opts *o, const cha
         if (c == 'S') {
                 if (arg[0] != '/') {
                         fprintf(stderr, "gpu-cli: %s: --state-dir '%s' must be an absolute path\n", cmd, arg);
-                        return CLI_EXIT_USAGE;
+                        return GH_EXIT_USAGE;
                 }
                 if (o->nstate >= CLI_MAX_STATE_DIRS) {
                         fprintf(stderr, "gpu-cli: %s: at most %d --state-dir options\n", cmd, CLI_MAX_STATE_DIRS);
-                        return CLI_EXIT_USAGE;
+                        return GH_EXIT_USAGE;
                 }
                 o->state_dirs[o->nstate++] = arg;
                 o->state_dirs[o->nstate] = NULL;
@@ -44,7 +44,7 @@ int cli_usage_option(int c, const char *arg, struct cli_usage_opts *o, const cha
         long s = strtol(arg, &end, 10);
         if (*arg == '\0' || *end != '\0' || s < 1 || s > 3600) {
                 fprintf(stderr, "gpu-cli: %s: --timeout '%s' must be 1..3600 seconds\n", cmd, arg);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         o->timeout_ms = (int) s * 1000;
         return 0;
@@ -55,13 +55,13 @@ int cli_usage_config(struct cli_usage_opts *o, const char *cmd)
         _cleanup_error_ gh_error_t err = NULL;
 
         if (o->have_cfg)
-                return CLI_EXIT_OK;
+                return GH_EXIT_OK;
         if (gh_config_load(&o->cfg, o->config ? o->config : GPUHOOK_DEFAULT_CONFIG, &err) < 0) {
                 fprintf(stderr, "gpu-cli: %s: %s; fix it or pass --config\n", cmd, err->msg);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         o->have_cfg = true;
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }
 
 void cli_attribution(const struct cli_usage_opts *o, struct gh_attribution *a)
@@ -93,30 +93,30 @@ int cli_usage_load(const struct cli_globals *g, struct cli_usage_opts *o, const 
         _cleanup_close_ int rootfd = -1;
         char version[GH_VERSION_MAX];
 
-        if ((r = cli_usage_config(o, cmd)) != CLI_EXIT_OK)
+        if ((r = cli_usage_config(o, cmd)) != GH_EXIT_OK)
                 return r;
         gopts.with_usage = true;
         gopts.timeout_ms = o->timeout_ms;
         if (g->user != NULL && gh_service_parse_user(g->user, &gopts.uid, &gopts.gid, &err) < 0) {
                 fprintf(stderr, "gpu-cli: %s\n", err->msg);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         rootfd = gh_rootfs_open(g->root, &err);
         if (rootfd < 0) {
                 fprintf(stderr, "gpu-cli: %s: %s; check --root\n", cmd, err->msg);
-                return CLI_EXIT_NO_DRIVER;
+                return GH_EXIT_NO_DRIVER;
         }
         if (gh_gpus_driver_version(rootfd, version, sizeof(version), &err) < 0) {
                 fprintf(stderr, "gpu-cli: %s: %s\n", cmd, err->msg);
-                return err->code == ENOENT || err->code == ENOTDIR ? CLI_EXIT_NO_DRIVER : gh_error_exit_status(err);
+                return err->code == ENOENT || err->code == ENOTDIR ? GH_EXIT_NO_DRIVER : gh_error_exit_status(err);
         }
         if (gh_gpus_load(rootfd, &gopts, list, &err) < 0) {
                 fprintf(stderr, "gpu-cli: %s: %s; check the driver with 'gpu-cli doctor'\n", cmd, err->msg);
-                return CLI_EXIT_FAILURE;
+                return GH_EXIT_FAILURE;
         }
         cli_attribution(o, &a);
         gh_usage_attribute(list, &a);
-        return CLI_EXIT_OK;
+        return GH_EXIT_OK;
 }
 
 static enum cli_sort sort_key;

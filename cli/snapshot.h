@@ -42,10 +42,10 @@ struct cli_usage_opts {
         "                    groups (mps.dir) are, the metrics.* keys (default " GPUHOOK_DEFAULT_CONFIG ")\n"          \
         "  --mps-dir=DIR     where MPS groups live (default: the configuration's mps.dir)\n"
 
-/* Handles 'S', 'T', 'f' and 'M'; returns 0, or CLI_EXIT_USAGE after a message. */
+/* Handles 'S', 'T', 'f' and 'M'; returns 0, or GH_EXIT_USAGE after a message. */
 int cli_usage_option(int c, const char *arg, struct cli_usage_opts *o, const char *cmd);
 
-/* Loads the configuration once (done by cli_usage_load too); returns CLI_EXIT_OK or an exit status
+/* Loads the configuration once (done by cli_usage_load too); returns GH_EXIT_OK or an exit status
  * after a message. */
 int cli_usage_config(struct cli_usage_opts *o, const char *cmd);
 
@@ -55,7 +55,7 @@ void cli_attribution(const struct cli_usage_opts *o, struct gh_attribution *a);
 void cli_usage_opts_free(struct cli_usage_opts *o);
 #define _cleanup_usage_opts_ __attribute__((cleanup(cli_usage_opts_free)))
 
-/* Loads the snapshot; returns CLI_EXIT_OK or an exit status after a message. */
+/* Loads the snapshot; returns GH_EXIT_OK or an exit status after a message. */
 int cli_usage_load(const struct cli_globals *g, struct cli_usage_opts *o, const char *cmd, struct gh_gpu_list *list);
 
 /* Every process of every GPU, flattened. */

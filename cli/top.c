@@ -313,15 +313,15 @@ int cmd_top(int argc, char **argv, const struct cli_globals *g)
                 case 'W': no_trunc = true; break;
                 case 'i':
                         if ((interval = bounded("interval", optarg, 1, 3600)) < 0)
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         break;
                 case 'n':
                         if ((iterations = bounded("iterations", optarg, 1, 1000000000)) < 0)
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         break;
                 case 'w':
                         if ((window = bounded("window", optarg, 2, WINDOW_MAX)) < 0)
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         break;
                 case 's':
                         if (strcmp(optarg, "memory") == 0)
@@ -330,7 +330,7 @@ int cmd_top(int argc, char **argv, const struct cli_globals *g)
                                 sort = CLI_SORT_UTIL;
                         else {
                                 fprintf(stderr, "gpu-cli: top: --sort '%s' must be 'memory' or 'util'\n", optarg);
-                                return CLI_EXIT_USAGE;
+                                return GH_EXIT_USAGE;
                         }
                         break;
                 case 'S':
@@ -340,20 +340,20 @@ int cmd_top(int argc, char **argv, const struct cli_globals *g)
                         if ((r = cli_usage_option(c, optarg, &uo, "top")) != 0)
                                 return r;
                         break;
-                case 'h': top_usage(stdout); return CLI_EXIT_OK;
-                default: fprintf(stderr, "gpu-cli: top: bad option; see 'gpu-cli top --help'\n"); return CLI_EXIT_USAGE;
+                case 'h': top_usage(stdout); return GH_EXIT_OK;
+                default: fprintf(stderr, "gpu-cli: top: bad option; see 'gpu-cli top --help'\n"); return GH_EXIT_USAGE;
                 }
         }
         if (optind < argc) {
                 fprintf(stderr, "gpu-cli: top: unexpected argument '%s'; see 'gpu-cli top --help'\n", argv[optind]);
-                return CLI_EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
         struct sigaction sa = { .sa_handler = on_signal };
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
         if (tty)
                 keys_start();
-        r = CLI_EXIT_OK;
+        r = GH_EXIT_OK;
         for (long i = 0; !stop && (iterations == 0 || i < iterations); i++) {
                 _cleanup_gpu_list_ struct gh_gpu_list list = { 0 };
                 struct winsize ws = { 0 };
@@ -369,7 +369,7 @@ int cmd_top(int argc, char **argv, const struct cli_globals *g)
                 /* any other key: a refresh now */
                 if (key < 0 || stop)
                         break;
-                if ((r = cli_usage_load(g, &uo, "top", &list)) != CLI_EXIT_OK)
+                if ((r = cli_usage_load(g, &uo, "top", &list)) != GH_EXIT_OK)
                         break;
                 if (tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
                         width = ws.ws_col;

@@ -6,9 +6,9 @@
 # gcc-aarch64-linux-gnu is deliberately absent: it conflicts with gcc-multilib.
 GH_DEPS=(
         meson ninja-build pkg-config gcc clang
-        libelf-dev libtirpc-dev libcap-dev libjansson-dev libseccomp-dev
+        libelf-dev libtirpc-dev libcap-dev libjansson-dev libseccomp-dev libyaml-dev
         gcc-multilib libc6-dev-i386
-        runc crun podman busybox-static bpftool
+        runc crun podman busybox-static bpftool debootstrap
         python3 file util-linux time patchelf valgrind
         libmicrohttpd-dev prometheus tmux
         libvulkan-dev libegl-dev libgles-dev

@@ -30,8 +30,6 @@
 #define GPUHOOK_DEFAULT_CONFIG GH_TEST_DEFAULT_CONFIG
 #endif
 
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
-
 struct options {
         const char *config;
         const char *debug;
@@ -95,10 +93,10 @@ static int parse_args(int argc, char **argv, struct options *o)
                         o->dry_run = true;
                 } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
                         usage(stdout);
-                        exit(EXIT_OK);
+                        exit(GH_EXIT_OK);
                 } else if (strcmp(a, "--version") == 0) {
                         printf("gpu-hook %s\n", gpuhook_version());
-                        exit(EXIT_OK);
+                        exit(GH_EXIT_OK);
                 } else if (a[0] != '-' && is_stage(a) && o->stage == NULL) {
                         o->stage = a;
                 } else {
@@ -149,7 +147,51 @@ static int poststop(const struct options *o)
                 gh_debug("poststop: %s", err->msg);
         gh_oci_state_free(&state);
         gh_config_free(&cfg);
-        return EXIT_OK;
+        return GH_EXIT_OK;
+}
+
+/* gpu-cli configure's own phases (its --timings-fd line), as parts of the log's "configure": exec
+ * (spawn to gpu-cli's main: fork, exec, dynamic loading), setup (option parsing, the request),
+ * configure's phases, other (what they leave out: capability switches, leaving the namespace,
+ * freeing), exit (gpu-cli's exit and its reaping).  A line that is missing or malformed adds nothing. */
+static void log_configure_parts(struct gh_hooklog *log, const struct gh_hook_timings *ht)
+{
+        static const char *const keys[] = { "started", "begin", "end",   "driver",  "gpus",  "plan",
+                                            "open",    "enter", "apply", "ldcache", "cgroup" };
+        static const char *const names[] = { "configure.driver",  "configure.gpus",  "configure.plan",
+                                             "configure.open",    "configure.enter", "configure.apply",
+                                             "configure.ldcache", "configure.cgroup" };
+        long long v[sizeof(keys) / sizeof(keys[0])];
+        const char *p = ht->line;
+        unsigned seen = 0;
+        long long parts = 0;
+
+        while (*p != '\0' && *p != '\n') {
+                size_t kl = strcspn(p, "=");
+                char *end;
+                long long x;
+                if (p[kl] != '=')
+                        return;
+                x = strtoll(p + kl + 1, &end, 10);
+                if (end == p + kl + 1)
+                        return;
+                for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+                        if (strlen(keys[i]) == kl && strncmp(p, keys[i], kl) == 0) {
+                                v[i] = x;
+                                seen |= 1u << i;
+                        }
+                p = end + strspn(end, " ");
+        }
+        if (seen != (1u << (sizeof(keys) / sizeof(keys[0]))) - 1)
+                return;
+        gh_hooklog_add(log, "configure.exec", (long) (v[0] - ht->spawned_us));
+        gh_hooklog_add(log, "configure.setup", (long) (v[1] - v[0]));
+        for (size_t i = 3; i < sizeof(keys) / sizeof(keys[0]); i++) {
+                gh_hooklog_add(log, names[i - 3], (long) v[i]);
+                parts += v[i];
+        }
+        gh_hooklog_add(log, "configure.other", (long) (v[2] - v[1] - parts));
+        gh_hooklog_add(log, "configure.exit", (long) (ht->reaped_us - v[2]));
 }
 
 /* Everything up to the decision; fills what the log and the caller need. */
@@ -161,6 +203,7 @@ static int run(const struct options *o, struct gh_config *cfg, struct gh_hooklog
         _cleanup_request_ struct gh_request req = GH_REQUEST_INIT;
         _cleanup_strv_ char **argv = NULL;
         _cleanup_free_ char *last = NULL;
+        struct gh_hook_timings ht;
         int r = -1;
 
         if (gh_config_load(cfg, o->config ? o->config : GPUHOOK_DEFAULT_CONFIG, err) < 0) {
@@ -206,12 +249,14 @@ static int run(const struct options *o, struct gh_config *cfg, struct gh_hooklog
                            "the OCI state has no container pid; gpu-hook must run as a createRuntime or prestart hook");
                 goto out;
         }
-        argv = gh_hook_configure_argv(cfg, &req, state.pid, spec.rootfs, o->debug, err);
+        argv = gh_hook_configure_argv(cfg, &req, state.pid, spec.rootfs, o->debug, cfg->log.file != NULL, err);
         if (argv == NULL)
                 goto out;
         gh_debug("running %s configure for %s", argv[0], spec.rootfs);
-        r = gh_hook_run(argv, &last, err);
+        r = gh_hook_run(argv, cfg->log.file != NULL ? &ht : NULL, &last, err);
         gh_hooklog_phase(log, "configure");
+        if (cfg->log.file != NULL)
+                log_configure_parts(log, &ht);
         if (r > 0) {
                 /* gpu-cli already told the user on stderr; the log keeps its last line. */
                 log->exit_code = r;
@@ -238,15 +283,15 @@ int main(int argc, char **argv)
 
         gh_log_set_program("gpu-hook");
         if (parse_args(argc, argv, &o) < 0)
-                return EXIT_USAGE;
+                return GH_EXIT_USAGE;
         /* Nothing to do after the container started: be gone before reading anything. */
         if (o.stage != NULL && strcmp(o.stage, "poststart") == 0)
-                return EXIT_OK;
+                return GH_EXIT_OK;
         if (o.stage != NULL && strcmp(o.stage, "poststop") == 0)
                 return poststop(&o);
         if (o.debug != NULL && gh_log_open(o.debug, true) < 0) {
                 fprintf(stderr, "gpu-hook: cannot open debug file %s: %m; pass a writable --debug path\n", o.debug);
-                return EXIT_USAGE;
+                return GH_EXIT_USAGE;
         }
 
         gh_hooklog_start(&log, o.stage ? o.stage : "createRuntime");

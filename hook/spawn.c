@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -21,7 +22,7 @@
 #include "mps.h"
 
 char **gh_hook_configure_argv(const struct gh_config *cfg, const struct gh_request *req, pid_t pid, const char *rootfs,
-                              const char *debug, gh_error_t *err)
+                              const char *debug, bool timings, gh_error_t *err)
 {
         _cleanup_strv_ char **v = NULL;
         size_t n = 0;
@@ -36,8 +37,10 @@ char **gh_hook_configure_argv(const struct gh_config *cfg, const struct gh_reque
             (cfg->cli.load_kmods && gh_argv_add(&v, &n, err, "--load-kmods") < 0) ||
             (cfg->cli.state_file && gh_argv_add(&v, &n, err, "--state-file=%s", cfg->cli.state_file) < 0) ||
             (cfg->cli.no_cache && gh_argv_add(&v, &n, err, "--no-cache") < 0) ||
-            gh_argv_add(&v, &n, err, "configure") < 0 || gh_argv_add(&v, &n, err, "--pid=%d", (int) pid) < 0 ||
-            gh_request_to_argv(req, &v, &n, err) < 0 || gh_argv_add(&v, &n, err, "%s", rootfs) < 0)
+            gh_argv_add(&v, &n, err, "configure") < 0 ||
+            (timings && gh_argv_add(&v, &n, err, "--timings-fd=%d", GH_HOOK_TIMINGS_FD) < 0) ||
+            gh_argv_add(&v, &n, err, "--pid=%d", (int) pid) < 0 || gh_request_to_argv(req, &v, &n, err) < 0 ||
+            gh_argv_add(&v, &n, err, "%s", rootfs) < 0)
                 return gh_err_wrap(err, "building the gpu-cli command line"), NULL;
         return steal_pointer(&v);
 }
@@ -68,12 +71,37 @@ static char *last_line(char *tail, size_t used)
         return strdup(start ? start + 1 : tail);
 }
 
-int gh_hook_run(char **argv, char **last, gh_error_t *err)
+static long long mono_us(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* The timings line, read once the child is gone.  Non-blocking: a process gpu-cli started and that
+ * outlived it must not hold the hook. */
+static void read_timings(int fd, struct gh_hook_timings *t)
+{
+        size_t used = 0;
+        ssize_t n;
+
+        while (used < sizeof(t->line) - 1 && (n = read(fd, t->line + used, sizeof(t->line) - 1 - used)) != 0) {
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break;
+                }
+                used += (size_t) n;
+        }
+        t->line[used] = '\0';
+}
+
+int gh_hook_run(char **argv, struct gh_hook_timings *timings, char **last, gh_error_t *err)
 {
         char *envp[] = { (char *) GH_HOOK_CHILD_PATH, NULL };
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
-        _cleanup_close_ int rfd = -1, wfd = -1;
+        _cleanup_close_ int rfd = -1, wfd = -1, trfd = -1, twfd = -1;
         char tail[1024] = "";
         size_t used = 0;
         sigset_t none, all;
@@ -85,6 +113,17 @@ int gh_hook_run(char **argv, char **last, gh_error_t *err)
                 return gh_err(err, errno, "creating a pipe for %s", argv[0]);
         rfd = pipefd[0];
         wfd = pipefd[1];
+        if (timings != NULL) {
+                timings->line[0] = '\0';
+                if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) < 0)
+                        return gh_err(err, errno, "creating a pipe for %s", argv[0]);
+                trfd = pipefd[0];
+                /* Above GH_HOOK_TIMINGS_FD, so that the dup2 below is never a no-op that keeps O_CLOEXEC. */
+                twfd = fcntl(pipefd[1], F_DUPFD_CLOEXEC, GH_HOOK_TIMINGS_FD + 1);
+                gh_closep(&pipefd[1]);
+                if (twfd < 0)
+                        return gh_err(err, errno, "creating a pipe for %s", argv[0]);
+        }
 
         sigemptyset(&none);
         sigfillset(&all);
@@ -95,8 +134,12 @@ int gh_hook_run(char **argv, char **last, gh_error_t *err)
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, wfd, STDERR_FILENO);
+        if (timings != NULL)
+                posix_spawn_file_actions_adddup2(&fa, twfd, GH_HOOK_TIMINGS_FD);
         /* Nothing the hook inherited from the runtime leaks into the privileged child. */
-        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+        posix_spawn_file_actions_addclosefrom_np(&fa, timings != NULL ? GH_HOOK_TIMINGS_FD + 1 : 3);
+        if (timings != NULL)
+                timings->spawned_us = mono_us();
         r = posix_spawn(&child, argv[0], &fa, &attr, argv, envp);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
@@ -104,6 +147,8 @@ int gh_hook_run(char **argv, char **last, gh_error_t *err)
                 return gh_err(err, r, "running %s; check \"cli.path\" in the gpu-hook configuration", argv[0]);
         gh_closep(&wfd);
         wfd = -1;
+        gh_closep(&twfd);
+        twfd = -1;
 
         for (;;) {
                 char buf[4096];
@@ -126,6 +171,10 @@ int gh_hook_run(char **argv, char **last, gh_error_t *err)
         while (waitpid(child, &status, 0) < 0) {
                 if (errno != EINTR)
                         return gh_err(err, errno, "waiting for %s", argv[0]);
+        }
+        if (timings != NULL) {
+                timings->reaped_us = mono_us();
+                read_timings(trfd, timings);
         }
         if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
                 return 0;

@@ -1,9 +1,9 @@
 /* create/run: the bundle's config.json in, the same document plus the GPU additions out.
  *
  * config.json is read through an fd of the bundle directory, never through a symlink, bounded in
- * size and depth by the hook's own JSON reader.  The new file is written next to it under a
- * temporary name with the original's mode and owner, then renamed over it: the real runtime sees
- * either the old document or the whole new one. */
+ * size and depth by the hook's own JSON reader.  The new file goes through the one writer
+ * (gh_write_file_at: a temporary name with the original's mode and owner, renamed over it): the
+ * real runtime sees either the old document or the whole new one. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "file.h"
 #include "oci.h"
 #include "readfile.h"
 #include "runtime.h"
@@ -39,37 +40,18 @@ static int read_spec(int dirfd, const char *bundle, struct stat *st, json_t **ou
         return *out ? 0 : -1;
 }
 
-static int write_spec(int dirfd, const char *bundle, const struct stat *st, json_t *spec, gh_error_t *err)
+/* The same mode and owner as the original; atomic (the real runtime reads it next); no fsync: the
+ * bundle is read at once and a crash ends the container anyway. */
+static int write_spec(int dirfd, const char *bundle, json_t *spec, gh_error_t *err)
 {
         _cleanup_free_ char *data = json_dumps(spec, JSON_COMPACT);
-        _cleanup_close_ int fd = -1;
-        char tmp[64];
-        size_t len, off = 0;
 
         if (data == NULL)
                 return gh_err(err, ENOMEM, "writing %s/config.json", bundle);
-        len = strlen(data);
-        snprintf(tmp, sizeof(tmp), ".config.json.gpu-runtime.%d", (int) getpid());
-        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st->st_mode & 07777);
-        if (fd < 0)
-                return gh_err(err, errno, "creating %s/%s", bundle, tmp);
-        if (fchown(fd, st->st_uid, st->st_gid) < 0 || fchmod(fd, st->st_mode & 07777) < 0)
-                goto fail;
-        while (off < len) {
-                ssize_t n = write(fd, data + off, len - off);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        goto fail;
-                off += (size_t) n;
-        }
-        if (renameat(dirfd, tmp, dirfd, "config.json") < 0)
-                goto fail;
+        if (gh_write_file_at(dirfd, "config.json", data, strlen(data), 0644, GH_WRITE_ATOMIC | GH_WRITE_KEEP_OWNER,
+                             NULL, err) < 0)
+                return gh_err_wrap(err, "bundle %s", bundle);
         return 0;
-fail:
-        gh_err(err, errno, "writing %s/config.json", bundle);
-        unlinkat(dirfd, tmp, 0);
-        return -1;
 }
 
 int gh_rt_prepare_bundle(const char *bundle, const struct gh_config *cfg, const char *config_path, gh_error_t *err)
@@ -101,7 +83,7 @@ int gh_rt_prepare_bundle(const char *bundle, const struct gh_config *cfg, const 
                 goto out;
         }
         if (gh_rt_devices_for(cfg, &d, &devs, err) < 0 || gh_rt_spec_add_gpu(spec, cfg, config_path, &devs, err) < 0 ||
-            write_spec(dirfd, bundle, &st, spec, err) < 0)
+            write_spec(dirfd, bundle, spec, err) < 0)
                 goto out;
         r = 0;
 out:

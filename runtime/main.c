@@ -15,9 +15,6 @@
 #define GPUHOOK_DEFAULT_CONFIG GH_TEST_DEFAULT_CONFIG
 #endif
 
-/* runc's status for its own failures; the real runtime's status is whatever it exits with. */
-enum { EXIT_FAIL = 1 };
-
 int main(int argc, char **argv)
 {
         _cleanup_error_ gh_error_t err = NULL;
@@ -38,5 +35,7 @@ int main(int argc, char **argv)
 fail:
         gh_rt_report(&a, err && err->msg ? err->msg : "failed");
         gh_config_free(&cfg);
-        return EXIT_FAIL;
+        /* Like runc, 1 for every failure of our own (the real runtime's status is whatever it
+         * exits with). */
+        return GH_EXIT_FAILURE;
 }

@@ -158,11 +158,15 @@ t_fatal() {
 
 t_need_root() { [ "$(id -u)" -eq 0 ] || t_skip_all "needs root"; }
 
-# t_need_cmd CMD...: skip the whole test when a tool is missing.
+# t_need_cmd CMD...: skip the whole test when a tool is missing.  In the Debian 13 engine bed
+# (GH_BED set: tests/engine/bed.sh) every tool is installed by the bed, so a missing one is a broken
+# bed: a failure.
 t_need_cmd() {
         local c
         for c in "$@"; do
-                command -v "$c" >/dev/null 2>&1 || t_skip_all "$c is not installed"
+                command -v "$c" >/dev/null 2>&1 && continue
+                [ -n "${GH_BED:-}" ] && t_fatal "$c is in the $GH_BED engine bed"
+                t_skip_all "$c is not installed"
         done
 }
 
@@ -638,7 +642,12 @@ cdi_install() {
 # CDI package, CDI_SCHEMA), else the validator's error.  Its top level does not describe
 # containerEdits: those are checked against the schema's own containerEdits definition.
 # cdi_can_validate: true when the schema and python3-jsonschema are there.
-CDI_SCHEMA=${CDI_SCHEMA:-/usr/share/gocode/src/github.com/container-orchestrated-devices/container-device-interface/schema}
+# Debian 12 ships it under the project's old name, Debian 13 under tags.cncf.io.
+if [ -z "${CDI_SCHEMA:-}" ]; then
+        CDI_SCHEMA=/usr/share/gocode/src/github.com/container-orchestrated-devices/container-device-interface/schema
+        [ -f "$CDI_SCHEMA/schema.json" ] || [ ! -f /usr/share/gocode/src/tags.cncf.io/container-device-interface/schema/schema.json ] ||
+                CDI_SCHEMA=/usr/share/gocode/src/tags.cncf.io/container-device-interface/schema
+fi
 cdi_can_validate() { [ -f "$CDI_SCHEMA/schema.json" ] && "$GH_PYTHON" -c 'import jsonschema' 2>/dev/null; }
 cdi_validate() {
         "$GH_PYTHON" - "$CDI_SCHEMA" "$1" <<'EOF' 2>&1

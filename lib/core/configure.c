@@ -70,6 +70,7 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         t->used_nvml = gpus.from_nvml;
         t->gpus_origin = gpus.origin;
         t1 = now_us();
+        t->gpus_us = t1 - td;
         gh_debug("discover: GPUs %ld us (%zu, %s)", t1 - td, gpus.n, gh_gpus_origin_name(gpus.origin));
         t->discover_us = t1 - t0;
 
@@ -88,8 +89,10 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
                         goto out;
         }
         /* open_tree(OPEN_TREE_CLONE) needs CAP_SYS_ADMIN: the mount phase's capabilities. */
+        td = now_us();
         if (gh_caps_enter(GH_PHASE_MOUNT, err) < 0 || gh_plan_open_sources(&plan, droot, o->root, err) < 0)
                 goto out;
+        t->open_us = now_us() - td;
         /* A host mount can reach an already pivoted container only as a detached clone. */
         if (ns.pivoted) {
                 for (size_t i = 0; i < plan.n; i++) {
@@ -111,6 +114,7 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         gh_mount_set_procfd(ns.proc_fd);
         if (gh_caps_enter(GH_PHASE_MOUNT, err) < 0)
                 goto out;
+        t->enter_us = now_us() - t1;
         if (gh_plan_apply(&plan, rootfd, err) < 0) {
                 gh_err_wrap(
                         err,

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "file.h"
 #include "log.h"
 #include "plan.h"
 #include "rootfs.h"
@@ -88,13 +89,12 @@ static int proc_mask_point(int rootfd, const char **base, gh_error_t *err)
         return 0;
 }
 
+/* A new file in the tmpfs over /proc/driver/nvidia: created, never replaced (not atomic: nobody
+ * can see the tmpfs before it is mounted). */
 static int write_file_at(int dirfd, const char *name, const char *data, size_t len, gh_error_t *err)
 {
-        _cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
-        if (fd < 0)
-                return gh_err(err, errno, "creating /proc/driver/nvidia/%s in the container", name);
-        if (len > 0 && write(fd, data, len) != (ssize_t) len)
-                return gh_err(err, errno, "writing /proc/driver/nvidia/%s in the container", name);
+        if (gh_write_file_at(dirfd, name, data, len, 0444, 0, NULL, err) < 0)
+                return gh_err_wrap(err, "/proc/driver/nvidia in the container");
         return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "file.h"
 #include "ldcache.h"
 #include "log.h"
 
@@ -470,51 +471,18 @@ static int build(const struct gh_ldcache_entry *entries, size_t n, struct buf *b
         return 0;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-        while (len > 0) {
-                ssize_t w = write(fd, p, len);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return -1;
-                p += w;
-                len -= (size_t) w;
-        }
-        return 0;
-}
-
 int gh_ldcache_write(int dirfd, const char *name, const struct gh_ldcache_entry *entries, size_t n, gh_error_t *err)
 {
-        _cleanup_close_ int fd = -1;
         struct buf b = { 0 };
-        char tmp[64];
         int r;
 
+        /* Atomic: the container's programs may be starting.  No fsync: the file is rebuilt at every
+         * container start.  dirfd is the in-root resolver's: name is a bare file name. */
         if (build(entries, n, &b, err) < 0) {
                 free(b.p);
                 return gh_err_wrap(err, "writing ld.so cache %s", name);
         }
-        for (int attempt = 0; fd < 0 && attempt < 16; attempt++) {
-                snprintf(tmp, sizeof(tmp), ".ld.so.cache.gpuhook.%d.%d", (int) getpid(), attempt);
-                fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-                if (fd < 0 && errno != EEXIST)
-                        break;
-        }
-        if (fd < 0) {
-                free(b.p);
-                return gh_err(err, errno, "creating a temporary file for ld.so cache %s", name);
-        }
-        /* The umask must not make the cache unreadable for the container's users.  No fsync: the
-         * file is rebuilt at every container start. */
-        r = fchmod(fd, 0644) < 0 || write_all(fd, b.p, b.len) < 0 ? -1 : 0;
+        r = gh_write_file_at(dirfd, name, b.p, b.len, 0644, GH_WRITE_ATOMIC, NULL, err);
         free(b.p);
-        if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
-                r = -1;
-        if (r < 0) {
-                int e = errno;
-                unlinkat(dirfd, tmp, 0);
-                return gh_err(err, e, "writing ld.so cache %s", name);
-        }
-        return 0;
+        return r;
 }

@@ -71,9 +71,9 @@ int gh_ldcache_set_merge(struct gh_ldcache_set *set, const struct gh_ldcache_ent
 
 void gh_ldcache_set_free(struct gh_ldcache_set *set);
 
-/* Writes entries (any order) as a new-format cache named `name` in the directory dirfd: a temp
- * file created there with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0644, then renameat() over name (a
- * symlink at name is replaced, never followed). */
+/* Writes entries (any order) as a new-format cache named `name` in the directory dirfd, through
+ * the one writer (gh_write_file_at, GH_WRITE_ATOMIC): mode 0644, a temporary file renamed over
+ * name (a symlink at name is replaced, never followed); no fsync, it is rebuilt at every start. */
 int gh_ldcache_write(int dirfd, const char *name, const struct gh_ldcache_entry *entries, size_t n, gh_error_t *err);
 
 struct gh_plan;

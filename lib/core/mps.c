@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "file.h"
 #include "log.h"
 #include "mps.h"
-#include "writefile.h"
 #include "proc.h"
 
 #define STATE_FILE "group"
@@ -78,17 +78,8 @@ void gh_mps_group_path(char *buf, size_t size, const char *dir, const char *name
 
 int gh_mps_kv_write(const char *path, const char *text, gh_error_t *err)
 {
-        char dir[PATH_MAX];
-        const char *slash = strrchr(path, '/');
-        _cleanup_close_ int dirfd = -1;
-
-        if (slash == NULL || (size_t) (slash - path) >= sizeof(dir))
-                return gh_err(err, EINVAL, "writing %s: not an absolute path", path);
-        snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int) (slash - path), path);
-        dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (dirfd < 0 || gh_write_file_atomic(dirfd, slash + 1, text, strlen(text), 0644, err) < 0)
-                return dirfd < 0 ? gh_err(err, errno, "writing %s", path) : gh_err_wrap(err, "%s", dir);
-        return 0;
+        /* No fsync: the files describe daemons, which do not outlive a reboot either. */
+        return gh_write_file_at(AT_FDCWD, path, text, strlen(text), 0644, GH_WRITE_ATOMIC, NULL, err);
 }
 
 int gh_mps_kv_read(const char *path, void (*line)(const char *key, const char *value, void *data), void *data,

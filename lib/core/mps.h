@@ -75,7 +75,8 @@ int gh_mps_load_running(const char *dir, const char *name, struct gh_mps_group *
 int gh_mps_list(const char *dir, struct gh_mps_group **groups, size_t *n, gh_error_t *err);
 
 /* The small KEY=VALUE files of a group's directory (its state, the record of its CDI spec), in
- * one place.  gh_mps_kv_write writes `text` whole under PATH.tmp and renames it over PATH.
+ * one place.  gh_mps_kv_write writes `text` whole through the one writer (atomic: a temporary
+ * file renamed over PATH, no fsync).
  * gh_mps_kv_read calls line() for each KEY=VALUE line, but only of a file of ours: a regular file
  * owned by our uid, not writable by group or other, at most GH_MPS_KV_MAX bytes.  It fails with
  * the code ENOENT when there is no file, EBADMSG when the file is not such a file. */

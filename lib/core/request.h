@@ -1,8 +1,9 @@
 /* What a container asks for: one typed request shared by the hook, `gpu-cli list`, `gpu-cli
  * configure` and the library API.
  *
- * The hook turns a container's environment into a request (hook/spawn.c), writes it as gpu-cli
- * arguments with gh_request_to_argv(), and gpu-cli reads it back with gh_request_parse_args().
+ * The hook turns a container's environment decision into a request (gh_env_request(),
+ * front/env.c), hook/spawn.c writes it as gpu-cli arguments with gh_request_to_argv(), and gpu-cli
+ * reads it back with gh_request_parse_args().
  * Both ends check the same limits (GH_REQUEST_MAX_*), so a request the hook accepts in a dry run is
  * one gpu-cli accepts too.  Every field is validated when it is set: a request that exists is
  * well-formed (the devices are parsed but not resolved, requirements are parsed but not checked;

@@ -19,10 +19,20 @@ static long usec_between(const struct timespec *a, const struct timespec *b)
 void gh_hooklog_start(struct gh_hooklog *log, const char *stage)
 {
         memset(log, 0, sizeof(*log));
+        log->program = "gpu-hook";
         log->stage = stage;
         log->result = "error";
         clock_gettime(CLOCK_MONOTONIC, &log->start);
         log->mark = log->start;
+}
+
+void gh_hooklog_add(struct gh_hooklog *log, const char *name, long usec)
+{
+        if (log->n_phases < GH_HOOKLOG_MAX_PHASES) {
+                log->phases[log->n_phases].name = name;
+                log->phases[log->n_phases].usec = usec;
+                log->n_phases++;
+        }
 }
 
 void gh_hooklog_phase(struct gh_hooklog *log, const char *name)
@@ -30,11 +40,7 @@ void gh_hooklog_phase(struct gh_hooklog *log, const char *name)
         struct timespec now;
 
         clock_gettime(CLOCK_MONOTONIC, &now);
-        if (log->n_phases < GH_HOOKLOG_MAX_PHASES) {
-                log->phases[log->n_phases].name = name;
-                log->phases[log->n_phases].usec = usec_between(&log->mark, &now);
-                log->n_phases++;
-        }
+        gh_hooklog_add(log, name, usec_between(&log->mark, &now));
         log->mark = now;
 }
 
@@ -69,7 +75,7 @@ char *gh_hooklog_format(const struct gh_hooklog *log)
         json_object_set_new(timings, "total", json_integer(usec_between(&log->start, &now)));
 
         json_object_set_new(j, "time", json_string(when));
-        json_object_set_new(j, "program", json_string("gpu-hook"));
+        json_object_set_new(j, "program", json_string(log->program ? log->program : "gpu-hook"));
         json_object_set_new(j, "pid", json_integer(getpid()));
         json_object_set_new(j, "trace_id", log->trace_id ? json_string(log->trace_id) : json_null());
         json_object_set_new(j, "stage", json_string(log->stage ? log->stage : ""));
@@ -114,7 +120,7 @@ void gh_hooklog_write(const struct gh_hooklog *log, const char *path)
                 return;
         if (append_line(path, line) == 0)
                 return;
-        openlog("gpu-hook", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+        openlog(log->program ? log->program : "gpu-hook", LOG_PID | LOG_NDELAY, LOG_DAEMON);
         syslog(strcmp(log->result, "error") == 0 ? LOG_ERR : LOG_INFO, "%s", line);
         closelog();
 }

@@ -12,11 +12,11 @@
 
 #include "cleanup.h"
 #include "container.h"
+#include "file.h"
 #include "log.h"
 #include "podrecord.h"
 #include "proc.h"
 #include "utf8.h"
-#include "writefile.h"
 
 void gh_pod_clean(char *dst, size_t size, const char *src, size_t len) { gh_utf8_clean(dst, size, src, len); }
 
@@ -139,7 +139,8 @@ int gh_record_save(const char *dir, const struct gh_record *r, gh_error_t *err)
                                       "not recording %s",
                                       dir, left, r->id);
         }
-        if (gh_write_file_atomic(dirfd, r->id, buf, (size_t) len, 0600, err) < 0)
+        /* no fsync: /run does not outlive a reboot, and neither do the containers */
+        if (gh_write_file_at(dirfd, r->id, buf, (size_t) len, 0600, GH_WRITE_ATOMIC, NULL, err) < 0)
                 return gh_err_wrap(err, "container records: %s", dir);
         return 0;
 }
@@ -238,9 +239,15 @@ long gh_record_collect(int dir, bool (*keep)(const char *id, void *data), void *
                 _cleanup_error_ gh_error_t e = NULL;
                 struct gh_record r;
                 if (de->d_name[0] == '.') {
-                        /* a writer's temporary (".ID.tmp.PID") whose writer is gone */
-                        const char *tmp = strstr(de->d_name, ".tmp.");
-                        long pid = tmp ? strtol(tmp + 5, NULL, 10) : 0;
+                        /* a writer's temporary (".ID.PID.RANDOM", util/file.h) whose writer is gone */
+                        char *last = strrchr(de->d_name, '.'), *q = last, *end = NULL;
+                        long pid = 0;
+                        while (q != NULL && q > de->d_name && q[-1] != '.')
+                                q--;
+                        if (q != NULL && q > de->d_name + 1 && q < last)
+                                pid = strtol(q, &end, 10);
+                        if (end != last)
+                                pid = 0;
                         if (pid > 0 && kill((pid_t) pid, 0) < 0 && errno == ESRCH)
                                 unlinkat(dirfd(d), de->d_name, 0);
                         continue;

@@ -10,7 +10,7 @@
  *   so that a reused pid is not taken for it), pod, namespace, container, pod_uid
  *
  * The directory (default GH_RECORD_DEFAULT_DIR) is root's alone (0700), each file 0600, written
- * whole and renamed (util/writefile.h).  Values are cut to GH_POD_FIELD_MAX - 1 bytes and have no
+ * whole and renamed (util/file.h).  Values are cut to GH_POD_FIELD_MAX - 1 bytes and have no
  * control character.  A record goes when the container does: gpu-hook's poststop stage removes it
  * where the runtime runs one, and every reader removes the records whose container's init is gone
  * (unless a GPU process still claims the container: then it is the evidence of a leftover).  So

@@ -121,6 +121,12 @@ static int build_plan(struct gh_plan *plan, const struct gh_cdi_hook_opts *o, in
         return plan_proc_gpus(plan, droot, spec, err);
 }
 
+static void phase(const struct gh_cdi_hook_opts *o, const char *name)
+{
+        if (o->log != NULL)
+                gh_hooklog_phase(o->log, name);
+}
+
 int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
 {
         struct gh_oci_state state = { 0 };
@@ -134,11 +140,18 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
                                 err) < 0 ||
             gh_caps_enter(GH_PHASE_DISCOVER, err) < 0)
                 return -1;
+        phase(o, "setup");
         if (gh_oci_state_read(o->state_fd, &state, err) < 0)
                 return -1;
         gh_log_set_trace_id(state.id);
+        if (o->log != NULL) {
+                gh_hooklog_set_trace_id(o->log, state.id);
+                o->log->container_pid = state.pid;
+        }
+        phase(o, "state");
         if (gh_oci_spec_load(state.bundle, &spec, err) < 0)
                 goto out;
+        phase(o, "spec");
         rootfd = gh_rootfs_open(spec.rootfs, err);
         if (rootfd < 0) {
                 gh_err_wrap(err, "container root");
@@ -148,6 +161,7 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
             check_container_namespace(state.pid, rootfd, spec.rootfs, err) < 0 ||
             gh_caps_enter(GH_PHASE_DISCOVER, err) < 0)
                 goto out;
+        phase(o, "check");
         droot = gh_rootfs_open(o->root, err);
         if (droot < 0) {
                 gh_err_wrap(err, "driver root");
@@ -155,16 +169,20 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
         }
         if (build_plan(&plan, o, droot, &spec, err) < 0)
                 goto out;
+        phase(o, "plan");
         /* open_tree(OPEN_TREE_CLONE) of the GPUs' proc directories needs the mount phase. */
         if (gh_caps_enter(GH_PHASE_MOUNT, err) < 0 || gh_plan_open_sources(&plan, droot, o->root, err) < 0)
                 goto out;
+        phase(o, "open");
         if (gh_plan_apply(&plan, rootfd, err) < 0) {
                 gh_err_wrap(err, "container %s", spec.rootfs);
                 goto out;
         }
+        phase(o, "apply");
         if (plan.nlibs > 0 &&
             (gh_caps_enter(GH_PHASE_LDCACHE, err) < 0 || gh_ldcache_update(&plan, rootfd, AT_FDCWD, err) < 0))
                 goto out;
+        phase(o, "ldcache");
         gh_debug("cdi-hook: %zu links, %zu libraries in the ld cache, /proc/driver/nvidia %s (%zu GPUs) in %s",
                  o->nlinks, plan.nlibs, o->mask_proc ? "masked" : "untouched", plan.nproc_gpus, spec.rootfs);
         ret = 0;

@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "hooklog.h"
 
 /* One "A::B" argument split in two (the strings point into argv). */
 struct gh_cdi_pair {
@@ -31,7 +32,8 @@ struct gh_cdi_hook_opts {
         size_t nlibs;
         struct gh_cdi_pair *libs32; /* the same, i386 */
         size_t nlibs32;
-        bool mask_proc; /* mask /proc/driver/nvidia, showing the GPUs in config.json's linux.devices */
+        bool mask_proc;         /* mask /proc/driver/nvidia, showing the GPUs in config.json's linux.devices */
+        struct gh_hooklog *log; /* when not NULL: each phase's time, the container's id and pid go here */
 };
 
 /* Splits "A::B" (both parts non-empty, B an absolute path when b_abs).  Returns -1 with a message

@@ -55,8 +55,8 @@ int gh_cdi_check_mps_name(const char *group, gh_error_t *err);
 /* Validates a vendor ("nvidia.com") or class ("gpu") name as CDI does; -1 with a message naming it. */
 int gh_cdi_check_kind(const char *vendor, const char *class_, gh_error_t *err);
 
-/* Builds the spec for the driver under o->root.  Fails with GH_DRIVER_ENODRIVER when there is
- * none. */
+/* Builds the spec for the driver under o->root.  Fails with kind GH_ERR_NO_DRIVER when the root
+ * has no driver. */
 int gh_cdi_generate(const struct gh_cdi_opts *o, json_t **spec, gh_error_t *err);
 
 /* The lowest cdiVersion that has every feature the spec uses. */

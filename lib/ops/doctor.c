@@ -15,7 +15,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "cdi-specs.h"
 #include "cleanup.h"
+#include "devchar.h"
 #include "doctor-internal.h"
 #include "driver.h"
 #include "gpus.h"
@@ -379,59 +381,75 @@ static void check_docker(const struct gh_doctor_opts *o, struct gh_doctor *d)
                         "%s", ev);
 }
 
-/* A CDI spec for NVIDIA GPUs names the driver's files with their version: another version is stale. */
+struct conflict_ctx {
+        struct gh_doctor *d;
+        size_t *problems;
+};
+
+static void add_conflict(const struct gh_cdi_set *set, size_t a, size_t b, const char *first, size_t count, void *vctx)
+{
+        struct conflict_ctx *c = vctx;
+        _cleanup_free_ char *pa = gh_cdi_printable(set->specs[a].path, PATH_MAX);
+        _cleanup_free_ char *pb = gh_cdi_printable(set->specs[b].path, PATH_MAX);
+        char fix[PATH_MAX * 2 + 64];
+
+        snprintf(fix, sizeof(fix), "keep one of them: rm %s (or rm %s)", pb ? pb : "?", pa ? pa : "?");
+        gh_doctor_add(c->d, "cdi", GH_CHECK_WARN,
+                      "Two specs of the same priority define the same devices: CDI readers refuse those devices "
+                      "(\"unresolvable CDI devices\").",
+                      fix, "%s and %s both define %s%s", pa ? pa : "?", pb ? pb : "?", first,
+                      count > 1 ? " and more" : "");
+        (*c->problems)++;
+}
+
+/* Every CDI spec, whoever wrote it (cdi-specs.h): one warning per spec that cannot be read, is
+ * stale for the loaded driver, or defines a device that another spec of its directory defines too. */
 static void check_cdi(const struct gh_doctor_opts *o, const char *version, struct gh_doctor *d)
 {
         static const char *const defaults[] = { "/etc/cdi", "/var/run/cdi", NULL };
-        const char *const *dirs = o->cdi_dirs ? o->cdi_dirs : defaults;
-        size_t specs = 0;
+        _cleanup_error_ gh_error_t err = NULL;
+        struct gh_cdi_set set;
+        char ev[1024] = "";
+        size_t problems = 0;
 
-        for (size_t i = 0; dirs[i] != NULL; i++) {
-                _cleanup_closedir_ DIR *dir = opendir(dirs[i]);
-                struct dirent *de;
-                while (dir != NULL && (de = readdir(dir)) != NULL) {
-                        _cleanup_error_ gh_error_t err = NULL;
-                        _cleanup_free_ char *path = NULL, *buf = NULL;
-                        size_t len;
-                        const char *p;
-                        if (de->d_name[0] == '.' || asprintf(&path, "%s/%s", dirs[i], de->d_name) < 0)
-                                continue;
-                        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-                        if (fd < 0 || gh_read_bounded(fd, 16 << 20, &buf, &len, path, &err) < 0 ||
-                            strstr(buf, "nvidia.com/gpu") == NULL)
-                                continue;
-                        specs++;
-                        if ((p = strstr(buf, "libnvidia-ml.so.")) != NULL) {
-                                char named[32];
-                                p += strlen("libnvidia-ml.so.");
-                                size_t n = strspn(p, "0123456789.");
-                                snprintf(named, sizeof(named), "%.*s", (int) (n < 31 ? n : 31), p);
-                                if (gh_version_is_dotted(named) && strcmp(named, version) != 0) {
-                                        char cause[320], fix[PATH_MAX + 160];
-                                        size_t pl = strlen(path);
-                                        snprintf(cause, sizeof(cause),
-                                                 "The CDI spec was written for driver %s, not the running %s, "
-                                                 "so CDI containers get missing or mismatched files.",
-                                                 named, version);
-                                        /* ours are JSON; a YAML one (nvidia-ctk's) is replaced, not kept beside */
-                                        if (pl > 5 && strcmp(path + pl - 5, ".json") == 0)
-                                                snprintf(fix, sizeof(fix),
-                                                         "regenerate it: gpu-cli cdi generate --output=%s", path);
-                                        else
-                                                snprintf(fix, sizeof(fix),
-                                                         "write a current spec (gpu-cli cdi generate, to "
-                                                         "/etc/cdi/nvidia.com-gpu.json) and remove %s",
-                                                         path);
-                                        gh_doctor_add(d, "cdi", GH_CHECK_WARN, cause, fix,
-                                                      "%s names libnvidia-ml.so.%s", path, named);
-                                        return;
-                                }
-                        }
+        if (gh_cdi_set_load(o->cdi_dirs ? o->cdi_dirs : defaults, NULL, version, &set, &err) < 0) {
+                gh_doctor_add(d, "cdi", GH_CHECK_WARN, "The CDI specs could not be read.",
+                              "free memory and run it again", "%s", err->msg);
+                return;
+        }
+        for (size_t i = 0; i < set.nspecs; i++) {
+                const struct gh_cdi_spec *sp = &set.specs[i];
+                _cleanup_free_ char *p = gh_cdi_printable(sp->path, PATH_MAX);
+                if (sp->error) {
+                        gh_doctor_add(d, "cdi", GH_CHECK_WARN,
+                                      "CDI readers skip a spec they cannot read: the devices it means to offer are "
+                                      "unknown to podman, containerd, CRI-O and Docker.",
+                                      "fix it or remove it", "%s", sp->error);
+                        problems++;
+                } else if (sp->stale) {
+                        char cause[512];
+                        snprintf(cause, sizeof(cause),
+                                 "The spec (written by %s) no longer matches this host, so containers started "
+                                 "from it get missing or mismatched driver files, or fail to start.",
+                                 gh_cdi_writer_name(sp->writer));
+                        gh_doctor_add(d, "cdi", GH_CHECK_WARN, cause, sp->fix, "%s: %s", p ? p : "?", sp->stale);
+                        problems++;
+                } else {
+                        size_t used = strlen(ev);
+                        const char *b = p && strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+                        snprintf(ev + used, sizeof(ev) - used, "%s%s (%s)", used ? ", " : "", b ? b : "?",
+                                 gh_cdi_writer_name(sp->writer));
                 }
         }
-        gh_doctor_add(d, "cdi", GH_CHECK_OK, NULL, NULL,
-                      specs ? "%zu NVIDIA CDI spec(s), for driver %s" : "no NVIDIA CDI spec (%.0zu%s)", specs,
-                      specs ? version : "not needed with gpu-hook");
+        gh_cdi_set_conflicts(&set, add_conflict, &(struct conflict_ctx) { d, &problems });
+        if (problems == 0) {
+                if (set.nspecs == 0)
+                        gh_doctor_add(d, "cdi", GH_CHECK_OK, NULL, NULL, "no CDI spec (not needed with gpu-hook)");
+                else
+                        gh_doctor_add(d, "cdi", GH_CHECK_OK, NULL, NULL, "%zu CDI spec(s), current for driver %s: %s",
+                                      set.nspecs, version, ev);
+        }
+        gh_cdi_set_free(&set);
 }
 
 enum gh_cgroup_manager gh_doctor_manager(const struct gh_doctor_opts *o)
@@ -442,55 +460,105 @@ enum gh_cgroup_manager gh_doctor_manager(const struct gh_doctor_opts *o)
         return stat("/run/systemd/system", &st) == 0 ? GH_MANAGER_SYSTEMD : GH_MANAGER_CGROUPFS;
 }
 
-static void check_cgroups(int rootfd, const struct gh_gpu_list *fast, const struct gh_doctor_opts *o,
-                          struct gh_doctor *d)
+static void check_dev_char(const struct gh_doctor_opts *o, bool systemd, struct gh_doctor *d);
+
+static void check_cgroups(const struct gh_doctor_opts *o, struct gh_doctor *d)
 {
         struct statfs sf;
         bool v2 = statfs("/sys/fs/cgroup", &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC;
         bool hybrid = !v2 && statfs("/sys/fs/cgroup/unified", &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC;
         bool systemd = gh_doctor_manager(o) == GH_MANAGER_SYSTEMD;
-        char missing[256] = "", fix[512] = "";
-
         gh_doctor_add(d, "cgroups", GH_CHECK_OK, NULL, NULL, "cgroup %s, managed by %s",
                       v2       ? "v2"
                       : hybrid ? "v1 (hybrid)"
                                : "v1",
                       systemd ? "systemd" : "cgroupfs");
-        /* systemd rebuilds a unit's device rules from /dev/char/MAJ:MIN at daemon-reload: a node
-         * without such a link drops out of every running container's allow list. */
-        for (size_t i = 0; i <= fast->n; i++) {
-                unsigned minor_ = i < fast->n ? fast->gpus[i].minor : 255;
-                char link[64], want[32], got[64];
-                ssize_t n;
-                snprintf(link, sizeof(link), "dev/char/%u:%u", NVIDIA_MAJOR, minor_);
-                snprintf(want, sizeof(want), "nvidia%s", i < fast->n ? "" : "ctl");
-                if (i < fast->n)
-                        snprintf(want + strlen(want), sizeof(want) - strlen(want), "%u", minor_);
-                n = readlinkat(rootfd, link, got, sizeof(got) - 1);
-                if (n > 0) {
-                        got[n] = '\0';
-                        const char *b = strrchr(got, '/') ? strrchr(got, '/') + 1 : got;
-                        if (strcmp(b, want) == 0)
-                                continue;
-                }
-                if (missing[0] == '\0')
-                        snprintf(fix, sizeof(fix), "ln -s ../%s /dev/char/%u:%u (and the same for every NVIDIA node)",
-                                 want, NVIDIA_MAJOR, minor_);
-                snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s/%s", missing[0] ? ", " : "",
-                         link);
+        check_dev_char(o, systemd, d);
+}
+
+/* systemd rebuilds a unit's device rules from /dev/char/MAJ:MIN at daemon-reload: a node without
+ * such a link drops out of every running container's allow list.  The links wanted are those
+ * `gpu-cli setup dev-char-links` makes (devchar.h), so this check and that command agree. */
+static void check_dev_char(const struct gh_doctor_opts *o, bool systemd, struct gh_doctor *d)
+{
+        _cleanup_error_ gh_error_t err = NULL;
+        struct gh_devchar_list list;
+        char dir[PATH_MAX], missing[512] = "", fix[PATH_MAX + 128];
+        size_t bad = 0;
+
+        if (o->dev_char)
+                snprintf(dir, sizeof(dir), "%s", o->dev_char);
+        else if (strcmp(o->root, "/") == 0)
+                snprintf(dir, sizeof(dir), "%s", GH_DEVCHAR_DEFAULT_DIR);
+        else
+                snprintf(dir, sizeof(dir), "%s%s", o->root, GH_DEVCHAR_DEFAULT_DIR);
+        if (gh_devchar_plan(o->root, dir, false, &list, &err) < 0) {
+                gh_doctor_add(d, "dev-char-links", GH_CHECK_WARN, "The NVIDIA device nodes could not be listed.",
+                              "see the device-nodes check", "%s", err->msg);
+                return;
         }
-        if (missing[0] == '\0')
-                gh_doctor_add(d, "dev-char-links", GH_CHECK_OK, NULL, NULL,
-                              "/dev/char links exist for the NVIDIA nodes");
+        for (size_t i = 0; i < list.n; i++) {
+                const struct gh_devchar_link *l = &list.v[i];
+                size_t used = strlen(missing);
+                if (l->state == GH_DEVCHAR_OK)
+                        continue;
+                bad++;
+                snprintf(missing + used, sizeof(missing) - used, "%s%s%s%s", used ? ", " : "", l->path,
+                         l->state == GH_DEVCHAR_OTHER ? " is " : "", l->state == GH_DEVCHAR_OTHER ? l->other : "");
+        }
+        snprintf(fix, sizeof(fix),
+                 "gpu-cli%s%s setup dev-char-links%s%s (and install the udev rule "
+                 "71-gpu-hook-dev-char.rules so that it runs when the driver loads)",
+                 strcmp(o->root, "/") ? " --root=" : "", strcmp(o->root, "/") ? o->root : "",
+                 o->dev_char || strcmp(o->root, "/") ? " --dev-char-path=" : "",
+                 o->dev_char || strcmp(o->root, "/") ? dir : "");
+        if (bad == 0)
+                gh_doctor_add(d, "dev-char-links", GH_CHECK_OK, NULL, NULL, "%s links exist for the %zu NVIDIA node(s)",
+                              dir, list.n);
         else if (!systemd)
                 gh_doctor_add(d, "dev-char-links", GH_CHECK_OK, NULL, NULL,
-                              "no /dev/char links (%s), not needed with cgroupfs", missing);
+                              "no link for %zu of %zu NVIDIA node(s) (%s), not needed with cgroupfs", bad, list.n,
+                              missing);
         else
                 gh_doctor_add(
                         d, "dev-char-links", GH_CHECK_WARN,
                         "systemd manages the containers' cgroups and rebuilds their device rules from /dev/char at every "
                         "'systemctl daemon-reload': running containers then lose their GPUs (NVML: \"Unknown Error\").",
-                        fix, "missing: %s", missing);
+                        fix, "%zu of %zu missing: %s", bad, list.n, missing);
+        gh_devchar_list_free(&list);
+}
+
+bool gh_doctor_driver_ready(const char *root, const char *ldcache, char *why, size_t size)
+{
+        _cleanup_gpu_list_ struct gh_gpu_list fast = { 0 };
+        _cleanup_error_ gh_error_t err = NULL;
+        _cleanup_close_ int rootfd = gh_rootfs_open(root, &err);
+        char version[GH_VERSION_MAX], path[PATH_MAX], file[NAME_MAX + 1];
+
+        if (rootfd < 0 || gh_gpus_driver_version(rootfd, version, sizeof(version), &err) < 0)
+                return snprintf(why, size, "%s", err->msg), false;
+        if (gh_gpus_fast(rootfd, &fast, &err) < 0)
+                return snprintf(why, size, "%s", err->msg), false;
+        if (fast.n == 0)
+                return snprintf(why, size, "no GPU in /proc/driver/nvidia/gpus yet"), false;
+        if (check_node(rootfd, "dev/nvidiactl", NVIDIA_MAJOR, 255, why, size) < 0)
+                return false;
+        for (size_t i = 0; i < fast.n; i++) {
+                char rel[32];
+                snprintf(rel, sizeof(rel), "dev/nvidia%u", fast.gpus[i].minor);
+                if (check_node(rootfd, rel, NVIDIA_MAJOR, fast.gpus[i].minor, why, size) < 0)
+                        return false;
+        }
+        if (gh_doctor_cache_lookup(rootfd, ldcache ? ldcache : "/etc/ld.so.cache", "libnvidia-ml.so.1", path,
+                                   sizeof(path), file, sizeof(file), &err) < 0)
+                return snprintf(why, size, "%s", err->msg), false;
+        if (!gh_driver_name_has_version(file, version))
+                return snprintf(why, size,
+                                "the user-space driver (%s) is not the kernel module's version %s: reboot, "
+                                "or reload the module",
+                                file, version),
+                       false;
+        return true;
 }
 
 void gh_doctor_host(const struct gh_doctor_opts *o, struct gh_doctor *d)
@@ -522,7 +590,7 @@ void gh_doctor_host(const struct gh_doctor_opts *o, struct gh_doctor *d)
         check_hooks_dirs(o, d);
         check_docker(o, d);
         check_cdi(o, version, d);
-        check_cgroups(rootfd, &fast, o, d);
+        check_cgroups(o, d);
         gh_doctor_mps_host(o, d);
         gh_doctor_records_host(o, d);
         gh_doctor_memory_host(rootfd, o, d);

@@ -41,6 +41,7 @@ struct gh_doctor_opts {
         const struct gh_config *config; /* the hook's configuration (policy for the decision) */
         const char *mps_dir;            /* where MPS groups live; NULL: the config's mps.dir */
         const char *const *state_roots; /* extra runtime state directories (NULL-terminated, may be NULL) */
+        const char *dev_char; /* where /dev/char links go; NULL: /dev/char (ROOT/dev/char under another --root) */
 };
 
 const char *gh_check_status_name(enum gh_check_status s);
@@ -51,6 +52,12 @@ void gh_doctor_host(const struct gh_doctor_opts *o, struct gh_doctor *out);
 /* Checks of the container whose init (or any) process is pid.  bundle: its OCI bundle, whose
  * config.json decides what it asked for; NULL: the process's own environment does. */
 void gh_doctor_container(const struct gh_doctor_opts *o, pid_t pid, const char *bundle, struct gh_doctor *out);
+
+/* Whether the driver under root is loaded far enough to write a CDI spec: its version, the GPUs in
+ * /proc/driver/nvidia/gpus, /dev/nvidiactl and each GPU's /dev/nvidiaN with their numbers, and
+ * libnvidia-ml.so.1 of the module's version in the ld cache (ldcache: NULL for /etc/ld.so.cache).
+ * false with the first thing missing in why. */
+bool gh_doctor_driver_ready(const char *root, const char *ldcache, char *why, size_t size);
 
 /* The worst status among the checks. */
 enum gh_check_status gh_doctor_worst(const struct gh_doctor *d);

@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "file.h"
 #include "hpcjobs.h"
-#include "writefile.h"
 
 void gh_hpc_job_id(const struct gh_proc_owner *o, char *buf, size_t size)
 {
@@ -96,7 +96,7 @@ int gh_hpc_jobs_write(const char *dir, const struct gh_gpu_list *list, gh_error_
                 if (text[0] == '\0')
                         continue;
                 snprintf(name, sizeof(name), "%u", list->gpus[g].index);
-                if (gh_write_file_atomic(dirfd, name, text, strlen(text), 0644, err) < 0)
+                if (gh_write_file_at(dirfd, name, text, strlen(text), 0644, GH_WRITE_ATOMIC, NULL, err) < 0)
                         return gh_err_wrap(err, "HPC job mapping: %s", dir);
                 written[list->gpus[g].index] = true;
         }

@@ -43,7 +43,7 @@ int gh_mps_clients(const char *dir, const char *name, const char *control, pid_t
 /* The host path of nvidia-cuda-mps-control of the driver under root (rootfd open on it). */
 int gh_mps_find_control(int rootfd, const char *root, const char *ldcache, char **path, gh_error_t *err);
 
-/* The CDI spec written for a group (lib/mps-cdi.c). */
+/* The CDI spec written for a group (lib/ops/mps-cdi.c). */
 struct gh_mps_cdi {
         char path[PATH_MAX];
         char kind[256]; /* VENDOR/CLASS: the device is KIND=mps-NAME */

@@ -8,12 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "file.h"
 #include "fingerprint.h"
 #include "log.h"
 #include "statecache.h"
@@ -328,8 +328,8 @@ static int open_dir(const char *dir, bool create, gh_error_t *err)
 
         fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0 && errno == ENOENT && create) {
-                if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-                        return gh_err(err, errno, "creating %s", dir);
+                if (gh_mkdir_p_trusted(AT_FDCWD, dir, 0755, err) < 0)
+                        return -1;
                 fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         }
         if (fd < 0)
@@ -342,52 +342,28 @@ static int open_dir(const char *dir, bool create, gh_error_t *err)
         return fd;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-        while (len > 0) {
-                ssize_t n = write(fd, p, len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return -1;
-                p += n;
-                len -= (size_t) n;
-        }
-        return 0;
-}
-
 int gh_statecache_save(const char *path, const struct gh_driver_fp *fp, const struct gh_gpu_list *list, gh_error_t *err)
 {
-        _cleanup_free_ char *dir = NULL, *text = NULL;
-        _cleanup_close_ int dfd = -1, fd = -1;
+        _cleanup_free_ char *dir = NULL, *text = NULL, *file = NULL;
+        _cleanup_close_ int dfd = -1;
         const char *base;
-        char tmp[NAME_MAX + 1];
-        unsigned long rnd = 0;
+        int len;
 
         if (geteuid() != 0)
                 return gh_err(err, EPERM, "only root writes the driver-state cache");
         if (split_path(path, &dir, &base, err) < 0)
                 return -1;
         text = gh_statecache_format(fp, list);
-        if (text == NULL)
+        if (text == NULL || (len = asprintf(&file, "%s\n", text)) < 0)
                 return gh_err(err, ENOMEM, "formatting the driver-state cache");
         dfd = open_dir(dir, true, err);
         if (dfd < 0)
                 return -1;
-        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
-                rnd = (unsigned long) time(NULL) ^ (unsigned long) clock();
-        if (snprintf(tmp, sizeof(tmp), ".%s.%d.%08lx", base, (int) getpid(), rnd & 0xffffffffUL) >= (int) sizeof(tmp))
-                return gh_err(err, ENAMETOOLONG, "driver-state cache %s", path);
-        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return gh_err(err, errno, "creating a temporary file in %s", dir);
-        if (fchmod(fd, 0644) < 0 || write_all(fd, text, strlen(text)) < 0 || write_all(fd, "\n", 1) < 0 ||
-            close(TAKE_FD(fd)) < 0 || renameat(dfd, tmp, dfd, base) < 0) {
-                int e = errno;
-                unlinkat(dfd, tmp, 0);
-                return gh_err(err, e, "writing %s", path);
-        }
-        return 0;
+        /* Atomic (concurrent cold starts each write their own temporary file; the last rename wins);
+         * no fsync: a file torn by a crash fails its checks and is asked again. */
+        return gh_write_file_at(dfd, base, file, (size_t) len, 0644, GH_WRITE_ATOMIC, NULL, err) < 0
+                       ? gh_err_wrap(err, "driver-state cache")
+                       : 0;
 }
 
 int gh_statecache_clear(const char *path, gh_error_t *err)

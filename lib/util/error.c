@@ -117,8 +117,11 @@ static const struct {
         enum gpuhook_error_kind kind;
         int status;
 } exit_status[] = {
-        { GH_ERR_FAILURE, 1 },   { GH_ERR_SYSTEM, 1 },      { GH_ERR_USAGE, 2 },
-        { GH_ERR_NO_DRIVER, 3 }, { GH_ERR_REQUIREMENT, 4 },
+        { GH_ERR_FAILURE, GH_EXIT_FAILURE },
+        { GH_ERR_SYSTEM, GH_EXIT_FAILURE },
+        { GH_ERR_USAGE, GH_EXIT_USAGE },
+        { GH_ERR_NO_DRIVER, GH_EXIT_NO_DRIVER },
+        { GH_ERR_REQUIREMENT, GH_EXIT_REQUIREMENT },
 };
 
 int gh_error_exit_status(const struct gpuhook_error *err)
@@ -126,7 +129,7 @@ int gh_error_exit_status(const struct gpuhook_error *err)
         for (size_t i = 0; err != NULL && i < sizeof(exit_status) / sizeof(exit_status[0]); i++)
                 if (exit_status[i].kind == err->kind)
                         return exit_status[i].status;
-        return 1;
+        return GH_EXIT_FAILURE;
 }
 
 enum gpuhook_error_kind gh_error_kind_of_status(int status)

@@ -36,6 +36,17 @@ int gh_err_kind(gh_error_t *err, enum gpuhook_error_kind kind);
 /* The kind, GH_ERR_FAILURE for NULL. */
 enum gpuhook_error_kind gh_error_kind(const struct gpuhook_error *err);
 
+/* The exit statuses of every program (gpu-hook, gpu-cli, gpu-runtime for its own failures, and
+ * the children they wait for): the one table, documented in each --help and in README.md.  An
+ * error's status comes from its kind (gh_error_exit_status). */
+enum gh_exit_status {
+        GH_EXIT_OK = 0,
+        GH_EXIT_FAILURE = 1,     /* the operation failed (also a system error); the message says why */
+        GH_EXIT_USAGE = 2,       /* bad command line, configuration or request */
+        GH_EXIT_NO_DRIVER = 3,   /* no NVIDIA driver under the driver root */
+        GH_EXIT_REQUIREMENT = 4, /* a requirement (cuda>=..., --require) is not met */
+};
+
 /* The exit status for an error (see gpuhook_error_exit_status), and back: the kind an exit status
  * stands for (a child's status read by its parent). */
 int gh_error_exit_status(const struct gpuhook_error *err);

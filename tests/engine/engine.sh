@@ -3,10 +3,15 @@
 # the engine copies of gpu-hook/gpu-runtime read by default, and a private dockerd.
 #
 #   engine_setup                  lock, fake driver in $DRV, $GH_ENGINE_CONFIG written, $IMGROOT built
+#   engine_runtime_json           the "runtime" member of that config: [$ENGINE_OCI], hook-path
 #   docker_start DAEMON_JSON      dockerd on $T/docker.sock, hook dir first on its PATH
 #   dk ARGS...                    the docker client against it
 #   docker_stop                   TERM by PID, wait, then clean what dockerd leaves on the host
 
+# The OCI runtime gpu-runtime execs and podman runs: GH_OCI_RUNTIME (runc or crun; the engines13
+# suite runs the podman suites with both).  RUNC follows it, so lib.sh's runners use it too.
+ENGINE_OCI=${GH_OCI_RUNTIME:-runc}
+[ "$ENGINE_OCI" = runc ] || RUNC=$ENGINE_OCI
 ENGINE_HOOKDIR=$T/hookdir
 DOCKER_SOCK=$T/docker.sock
 DOCKER_PID=
@@ -30,6 +35,8 @@ engine_setup() {
         UUID0=$(sed -n 's/^GPU UUID:[[:space:]]*//p' "$(ls -d "$DRV"/proc/driver/nvidia/gpus/* | sort | head -n1)/information")
         UUID1=$(sed -n 's/^GPU UUID:[[:space:]]*//p' "$(ls -d "$DRV"/proc/driver/nvidia/gpus/* | sort | sed -n 2p)/information")
 }
+
+engine_runtime_json() { printf '"runtime": {"runtimes": ["%s"], "hook-path": "%s"}' "$ENGINE_OCI" "$GPU_HOOK"; }
 
 # engine_write_config EXTRA_JSON_MEMBERS: the shared configuration, with the fake driver root and the
 # build's gpu-cli; EXTRA is merged at the top level ("{}" for nothing).
@@ -93,9 +100,15 @@ docker_start() {
         _daemon_ready "$DOCKER_PID" "$T/dockerd.log" dk info
 }
 
+# Docker 26 bind-mounts its data root onto itself (to make it a shared mount) and leaves that mount
+# behind when it exits; 20.10 did not.  It is dockerd's, not the hook's: take it away with dockerd.
 docker_stop() {
+        [ -n "$DOCKER_PID" ] || return 0
         _daemon_stop "$DOCKER_PID"
         DOCKER_PID=
+        if mountpoint -q "$T/docker/data"; then
+                umount "$T/docker/data"
+        fi
 }
 
 # docker_import NAME: the busybox+glibc rootfs as an image.
@@ -119,12 +132,12 @@ _engine_cleanup() {
 }
 trap _engine_cleanup EXIT
 
-# oci_image_tar ROOTFS NAME OUT: an OCI image layout tarball (one layer) that `ctr images import`
-# takes, for engines without a registry.
+# oci_image_tar ROOTFS NAME OUT [CMD_JSON]: an OCI image layout tarball (one layer) that `ctr images
+# import` takes, for engines without a registry; CMD_JSON is the image's command (["/bin/sh"]).
 oci_image_tar() {
-        "$GH_PYTHON" - "$1" "$2" "$3" <<'PY'
+        "$GH_PYTHON" - "$1" "$2" "$3" "${4:-[\"/bin/sh\"]}" <<'PY'
 import gzip, hashlib, io, json, os, sys, tarfile
-rootfs, name, out = sys.argv[1:]
+rootfs, name, out, cmd = sys.argv[1:]
 raw = io.BytesIO()
 with tarfile.open(fileobj=raw, mode="w") as t:
     t.add(rootfs, arcname=".")
@@ -132,7 +145,7 @@ layer_tar = raw.getvalue()
 layer = gzip.compress(layer_tar, mtime=0)
 def sha(b): return "sha256:" + hashlib.sha256(b).hexdigest()
 config = json.dumps({"architecture": "amd64", "os": "linux",
-                     "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"], "Cmd": ["/bin/sh"]},
+                     "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"], "Cmd": json.loads(cmd)},
                      "rootfs": {"type": "layers", "diff_ids": [sha(layer_tar)]}}).encode()
 manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
                        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": sha(config), "size": len(config)},

@@ -4,10 +4,10 @@
 . "${GH_SOURCE_DIR:?}/tests/lib.sh"
 . "$GH_SOURCE_DIR/tests/engine/engine.sh"
 t_need_root
-t_need_cmd containerd ctr runc
+t_need_cmd containerd ctr "$ENGINE_OCI"
 
 engine_setup
-engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GPU_HOOK\"}}"
+engine_write_config "{$(engine_runtime_json)}"
 oci_image_tar "$IMGROOT" docker.io/library/gh-gpu-test:latest "$T/image.tar" || { echo "Bail out! cannot build the image"; exit 1; }
 host_mountinfo_snapshot "$T/mounts.before"
 containerd_start || { echo "Bail out! containerd did not start"; exit 1; }

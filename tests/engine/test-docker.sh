@@ -8,7 +8,7 @@ t_need_root
 t_need_cmd dockerd docker
 
 engine_setup
-engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GPU_HOOK\"}, \"mps\": {\"dir\": \"$T/mps\"}}"
+engine_write_config "{$(engine_runtime_json), \"mps\": {\"dir\": \"$T/mps\"}}"
 # What a user runs: gpu-cli setup docker writes daemon.json's runtime and the --gpus hook name.
 SETUP=(setup docker --config="$T/daemon.json" --hook-link="$ENGINE_HOOKDIR/nvidia-container-runtime-hook"
         --hook-path="$GH_ENGINE_HOOK" --runtime-path="$GH_ENGINE_RUNTIME")
@@ -121,7 +121,7 @@ fi
 drun --gpus device=1 -e GPU_HOOK_MPS_GROUP=dk
 t_is "$RUN_RC" 0 "GPU_HOOK_MPS_GROUP in the environment: container ran" || t_diag "$RUN_STDERR"
 t_nomatch "$(field mps)" "control" "... but joined no group (the variable is not accepted by default)"
-engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GPU_HOOK\"}, \"mps\": {\"dir\": \"$T/mps\"}, \"accept-mps-group-envvar\": true}"
+engine_write_config "{$(engine_runtime_json), \"mps\": {\"dir\": \"$T/mps\"}, \"accept-mps-group-envvar\": true}"
 drun --gpus device=1 -e GPU_HOOK_MPS_GROUP=dk
 t_is "$RUN_RC" 0 "accept-mps-group-envvar, --gpus device=1 -e GPU_HOOK_MPS_GROUP=dk: container ran" || t_diag "$RUN_STDERR"
 t_match "$(field mps)" "^control," "... its /tmp/nvidia-mps is the group's pipe directory"
@@ -131,7 +131,7 @@ t_match "$(field mps)" "^control," "... and with --runtime=gpu" || t_diag "$RUN_
 drun --gpus device=0 -e GPU_HOOK_MPS_GROUP=dk
 t_is "$RUN_RC" 125 "the group's GPU not among the container's: docker run exits 125"
 t_match "$RUN_STDERR" "MPS group 'dk' runs on GPU $UUID1" "... naming the group's GPU"
-engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GPU_HOOK\"}, \"mps\": {\"dir\": \"$T/mps\"}}"
+engine_write_config "{$(engine_runtime_json), \"mps\": {\"dir\": \"$T/mps\"}}"
 t_ok "mps stop dk" "${MPS[@]}" stop dk
 
 docker_stop

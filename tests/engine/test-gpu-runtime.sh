@@ -6,7 +6,7 @@
 . "${GH_SOURCE_DIR:?}/tests/lib.sh"
 . "$GH_SOURCE_DIR/tests/engine/engine.sh"
 t_need_root
-t_need_cmd runc
+t_need_cmd "$ENGINE_OCI"
 RT=$GH_ENGINE_RUNTIME
 
 engine_setup
@@ -155,7 +155,7 @@ mkfifo "$BUNDLE/config.json"
 hostile "a FIFO" 'not a regular file'
 
 # ---- real runc, a bundle with no hook -------------------------------------------------------
-engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GPU_HOOK\"}}"
+engine_write_config "{$(engine_runtime_json)}"
 host_mountinfo_snapshot "$T/mounts.before"
 PROBE='echo "smi:$(nvidia-smi -L 2>&1 | tr "\n" "|")"; echo "cuda:$(cuda-probe 2>&1 | head -n1)"; echo "dev:$(ls /dev | grep -E "^nvidia" | sort | tr "\n" ",")"'
 new_bundle runc1 "$PROBE"

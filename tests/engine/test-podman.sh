@@ -4,11 +4,12 @@
 . "${GH_SOURCE_DIR:?}/tests/lib.sh"
 . "$GH_SOURCE_DIR/tests/engine/engine.sh"
 t_need_root
-t_need_cmd podman runc
+t_need_cmd podman "$ENGINE_OCI"
 
 engine_setup
-engine_write_config "{\"runtime\": {\"runtimes\": [\"runc\"], \"hook-path\": \"$GPU_HOOK\"}, \"mps\": {\"dir\": \"$T/mps\"}}"
+engine_write_config "{$(engine_runtime_json), \"mps\": {\"dir\": \"$T/mps\"}}"
 host_mountinfo_snapshot "$T/mounts.before"
+t_is "$(_gh_podman info --format '{{.Host.OCIRuntime.Path}}' 2>/dev/null)" "$(command -v "$ENGINE_OCI")" "podman runs containers with $ENGINE_OCI ($("$ENGINE_OCI" --version | head -n 1))"
 PROBE='echo "smi:$(nvidia-smi -L 2>&1 | tr "\n" "|")"; echo "cuda:$(cuda-probe 2>&1 | head -n1)"; echo "dev:$(ls /dev | grep -E "^nvidia" | sort | tr "\n" ",")"'
 field() { printf '%s\n' "$RUN_STDOUT" | sed -n "s/^$1://p"; }
 

@@ -2,22 +2,30 @@
 # GPU-machine benchmark, markdown.  Runs THERE as root from the repo root with .gpukit carried (see
 # prepare.sh), after run.sh:  bash tests/gpu/run.sh; bash tests/gpu/bench.sh
 #
-# Medians and min/max of GH_BENCH_RUNS (default 15) runs after warm-up: `runc run /bin/true` without a
-# hook (the baseline of the ratios), with gpu-hook on a non-GPU container and on a GPU container
-# (compute,utility, all GPUs); `gpu-cli configure` alone (timed inside a createRuntime hook);
-# `gpu-cli info --fast` and `--nvml`; `nvidia-smi -L`; peak RSS of gpu-hook and gpu-cli.  A row whose
-# feature has not landed says "not landed".  Then the driver-state cache table: interleaved rounds
-# (GH_BENCH_RUNS, default 21) of a plain start, gpu-hook with all GPUs, gpu-hook with
-# NVIDIA_REQUIRE_CUDA=cuda>=12.0 on a warm and on a cold cache, each followed by a plain start (the
-# NVML after-effect); `gpu-cli info` from proc, the cache and NVML; the fingerprint's cost.  The
-# cache file lives in the test's temp dir, never in /run.  --local measures on a machine without a GPU (the GPU
-# rows then say so).
+# First the start-up table of bench/starts.sh (the same implementation as the CPU machine's
+# bench/bench.sh): `runc run /bin/true` of a busybox + glibc image with its own ld.so.cache, in
+# GH_BENCH_ROUNDS (default 31) rounds, every kind once per round in a new random order (seed
+# GH_BENCH_SEED, printed), GH_BENCH_PAUSE (0.3) s before every start: no hook, a /bin/true hook,
+# gpu-hook on a non-GPU container, the hook path with all GPUs (compute,utility), with
+# NVIDIA_REQUIRE_CUDA=cuda>=12.0 on a warm and on a cold driver-state cache, and the CDI path (the
+# spec of `gpu-cli cdi generate` applied by tests/helpers/cdi-apply.py, `gpu-cli cdi-hook` as
+# createContainer hook); medians, p90, the difference to "no hook" within the same rounds; the phases
+# gpu-hook and cdi-hook logged; peak RSS per kind.  Then medians and min/max of GH_BENCH_RUNS (default
+# 15) runs of `gpu-cli configure` alone (timed inside a createRuntime hook), `gpu-cli info --fast`
+# and `--nvml`, `nvidia-smi -L`; then the driver-state cache table (shuffled rounds, each kind followed
+# by a plain start: the NVML after-effect); `gpu-cli info` from proc, the cache and NVML; the
+# fingerprint's cost.  The cache files live in the test's temp dir, never in /run.  --local measures
+# on a machine without a GPU (the GPU rows then say so); GH_BENCH_DRIVER_ROOT=DIR (with --local) runs
+# the start-up table against that driver root, e.g. the fake driver's, to check this script on the
+# CPU machine.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 LOCAL=0
 [ "${1:-}" = --local ] && LOCAL=1
 . "$here/kit.sh"
-for f in "$REPO/bench/common.sh" "$KIT/bench/common.sh"; do [ -f "$f" ] && { . "$f"; break; }; done
+for d in "$REPO/bench" "$KIT/bench"; do [ -f "$d/starts.sh" ] && { . "$d/common.sh"; . "$d/starts.sh"; break; }; done
+BS_APPLY=$REPO/tests/helpers/cdi-apply.py
+[ -f "$BS_APPLY" ] || BS_APPLY=$KIT/tests/helpers/cdi-apply.py
 [ "$(id -u)" -eq 0 ] || { echo "bench: needs root (runc)" >&2; exit 1; }
 
 HAVE_GPU=0
@@ -28,34 +36,33 @@ if [ $HAVE_GPU = 0 ] && [ $LOCAL = 0 ]; then
 fi
 NOGPU="no GPU here (--local)"
 make_busybox_rootfs "$T/rootfs" || exit 1
-printf '{"cli": {"root": "/", "path": "%s", "ldcache": "/etc/ld.so.cache"}, "log": {"file": "%s"}}\n' \
-        "$GPU_CLI" "$T/gpu-hook.log" >"$T/gpu-hook.json"
 
 echo "# gpu-hook on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1 ||
-        echo 'no GPU'), $(date -u +%Y-%m-%d), $(nproc) cores, $("$RUNC" --version | head -n 1)"
+        echo 'no GPU'), $(date -u +%Y-%m-%d)"
 echo
 
-bench_runc_baselines "$T/rootfs"
-
-# hook_bundle NAME ENV...: a /bin/true bundle with gpu-hook as its createRuntime hook.
-hook_bundle() {
-        local b=$T/$1
-        shift
-        make_bundle "$b" "$T/rootfs" /bin/true
-        bundle_add_hook "$b" createRuntime "$GPU_HOOK" "--config=$T/gpu-hook.json" createRuntime
-        [ $# -gt 0 ] && bundle_set_env "$b" "$@"
-        return 0
-}
-GPU_ENV=(NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility)
-
-hook_bundle nongpu
-bench_measure "runc + gpu-hook, non-GPU container" runc "$T/nongpu"
-if [ $HAVE_GPU = 1 ]; then
-        hook_bundle gpu "${GPU_ENV[@]}"
-        bench_measure "runc + gpu-hook, GPU container (all, compute,utility)" runc "$T/gpu"
+bench_machine_info
+echo
+START_ROOT=
+[ $HAVE_GPU = 1 ] && START_ROOT=/
+[ -n "${GH_BENCH_DRIVER_ROOT:-}" ] && START_ROOT=$GH_BENCH_DRIVER_ROOT
+if [ -z "$START_ROOT" ]; then
+        echo "## start-up: $NOGPU"
 else
-        bench_note "runc + gpu-hook, GPU container (all, compute,utility)" "$NOGPU"
+        make_busybox_rootfs "$T/rootfs-glibc" --glibc || exit 1
+        echo "## start-up: runc run /bin/true, busybox + glibc image with its own ld.so.cache, driver root $START_ROOT"
+        echo
+        bench_starts "$START_ROOT" "$T/rootfs-glibc" "$([ "$START_ROOT" = / ] && echo /etc/ld.so.cache)"
+        echo
+        echo "## phases logged by gpu-hook (timings_us) and cdi-hook on those starts, medians in µs"
+        echo
+        bench_starts_phases
+        echo
+        echo "## peak RSS"
+        echo
+        bench_starts_rss "${GH_BENCH_RSS_RUNS:-5}"
 fi
+echo
 
 what="gpu-cli configure alone (--device=all --compute --utility)"
 if [ $HAVE_GPU = 0 ]; then
@@ -88,34 +95,17 @@ else
         bench_note "nvidia-smi -L" "$NOGPU"
 fi
 
-echo "## start-up time"
+echo "## configure alone, gpu-cli and nvidia-smi"
 echo
 bench_print
 echo
 
-# Peak RSS: gpu-hook measured in its real place (the hook's path is GNU time wrapping it).
-echo "## peak RSS (largest single process)"
+echo "## peak RSS of gpu-cli info (largest single process)"
 echo
 echo "| process | peak RSS |"
 echo "|---|---:|"
 rss_row() { echo "| $1 | $2 |"; }
 kib() { awk -v k="$1" 'BEGIN { printf "%.1f MiB", k / 1024 }'; }
-time_bin=${GH_TIME:-$(command -v /usr/bin/time 2>/dev/null)}
-if [ $HAVE_GPU = 0 ]; then
-        rss_row "gpu-hook, GPU container" "$NOGPU"
-elif [ -z "$time_bin" ]; then
-        rss_row "gpu-hook, GPU container" "no GNU time here"
-else
-        make_bundle "$T/rss" "$T/rootfs" /bin/true
-        bundle_add_hook "$T/rss" createRuntime "$time_bin" -f %M -o "$T/hook.rss" \
-                "$GPU_HOOK" "--config=$T/gpu-hook.json" createRuntime
-        bundle_set_env "$T/rss" "${GPU_ENV[@]}"
-        if run_runc "$T/rss" rss && [ -s "$T/hook.rss" ]; then
-                rss_row "gpu-hook (and the gpu-cli it runs), GPU container" "$(kib "$(tail -n 1 "$T/hook.rss")")"
-        else
-                rss_row "gpu-hook, GPU container" "failed: $(printf '%s' "$RUN_STDERR" | tail -n 1 | head -c 200)"
-        fi
-fi
 for mode in fast nvml; do
         if [ $HAVE_GPU = 0 ]; then
                 rss_row "gpu-cli info --$mode" "$NOGPU"

@@ -9,6 +9,7 @@
 #   bin/gpu-cli, bin/gpu-hook   release build of this tree
 #   bin/runc                    Debian's runc 1.1.5
 #   bin/busybox, bin/time       static busybox for the rootfs; GNU time for peak RSS
+#   bin/timed-run               wall and CPU time of one container start (tests/helpers/timed-run.c)
 #   lib/                        every non-glibc shared library those need (ldd).  gpu-cli and gpu-hook
 #                               link libtirpc, libelf, libcap and jansson statically (meson option
 #                               static_deps, on by default) and need only glibc; what remains is
@@ -57,11 +58,11 @@ fi
 # gpu-runtime reads its configuration from the compiled-in default only: the kit's points to a file
 # that run-runtime.sh writes on that machine's /run (a tmpfs; gpu-hook is always given --config).
 meson configure "$BUILD" -Ddefault_config=/run/gpukit/config.json >/dev/null || die "meson configure failed"
-ninja -C "$BUILD" cli/gpu-cli hook/gpu-hook runtime/gpu-runtime >/dev/null || die "build failed; run ninja -C $BUILD"
+ninja -C "$BUILD" cli/gpu-cli hook/gpu-hook runtime/gpu-runtime tests/helpers/timed-run >/dev/null || die "build failed; run ninja -C $BUILD"
 
 rm -rf "$KIT"
 mkdir -p "$KIT/bin" "$KIT/lib" "$KIT/tests/gpu" "$KIT/bench"
-cp "$BUILD/cli/gpu-cli" "$BUILD/hook/gpu-hook" "$BUILD/runtime/gpu-runtime" "$KIT/bin/"
+cp "$BUILD/cli/gpu-cli" "$BUILD/hook/gpu-hook" "$BUILD/runtime/gpu-runtime" "$BUILD/tests/helpers/timed-run" "$KIT/bin/"
 cp "$RUNC_SRC" "$KIT/bin/runc"
 cp "$BUSYBOX_SRC" "$KIT/bin/busybox"
 [ -x /usr/bin/time ] && cp /usr/bin/time "$KIT/bin/time"
@@ -105,7 +106,7 @@ cp -r "$here/graphics" "$KIT/tests/gpu/"
 bash "$here/graphics/build.sh" "$KIT/graphics" >/dev/null 2>&1 ||
         echo "prepare: warning: the graphics test programs did not build (apt-get install libvulkan-dev libegl-dev libgles-dev)" >&2
 mkdir -p "$KIT/tests/helpers" && cp "$REPO/tests/helpers/cdi-apply.py" "$KIT/tests/helpers/"
-cp "$REPO/bench/common.sh" "$KIT/bench/"
+cp "$REPO"/bench/*.sh "$KIT/bench/"
 
 {
         echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME")"

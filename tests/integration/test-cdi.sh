@@ -104,7 +104,7 @@ fi
 # ---------------------------------------------------------------------------------------------
 # list, --check
 
-t_is "$("$GPU_CLI" cdi list "$T/spec-default.json" | tr '\n' ' ')" \
+t_is "$("$GPU_CLI" cdi list --quiet "$T/spec-default.json" | tr '\n' ' ')" \
         "nvidia.com/gpu=0 nvidia.com/gpu=${UUIDS[0]} nvidia.com/gpu=1 nvidia.com/gpu=${UUIDS[1]} nvidia.com/gpu=all " \
         "cdi list FILE: the qualified device names"
 t_is "$("$GPU_CLI" cdi list --json "$T/spec-default.json" | json_get /dev/stdin 's["devices"][4]["name"] + " " + s["devices"][4]["spec"]')" \
@@ -141,6 +141,16 @@ if have_cmd crun; then
         t_match "$RUN_STDOUT" "^GPU 0: .*${UUIDS[1]}" "crun: nvidia-smi sees GPU 1 only"
         t_match "$RUN_STDOUT" '^ModifyDeviceFiles: 0$' "crun: params masked"
         t_match "$RUN_STDOUT" '^[12]$' "crun: the ld cache lists libcuda.so.1"
+        # cdi-hook --log: one record per run, gpu-hook's format, with its phases.
+        bundle_edit "$T/crun-bundle" '
+for h in c["hooks"]["createContainer"]:
+    if "cdi-hook" in h["args"]:
+        h["args"].insert(h["args"].index("cdi-hook") + 1, "--log=" + args[0])' "$T/cdi-hook.log"
+        rm -rf "$T/crun-rootfs" && make_busybox_rootfs "$T/crun-rootfs" --glibc
+        run_crun "$T/crun-bundle" cdi-log
+        t_is "$RUN_RC" 0 "crun, cdi-hook --log=FILE: container ran" || t_diag "$RUN_STDERR"
+        t_match "$(tail -n 1 "$T/cdi-hook.log" 2>/dev/null)" '^\{"time":"[^"]+","program":"gpu-cli cdi-hook","pid":[0-9]+,"trace_id":"'"$RUN_ID"'","stage":"createContainer",.*"timings_us":\{"setup":[0-9]+,"state":[0-9]+,"spec":[0-9]+,"check":[0-9]+,"plan":[0-9]+,"open":[0-9]+,"apply":[0-9]+,"ldcache":[0-9]+,"total":[0-9]+\},"result":"configured","exit_code":0,"error":null\}$' \
+                "cdi-hook --log: one JSON line with the container id, each phase's time and the result"
 else
         t_skip "crun with the CDI spec" "crun is not installed"
 fi

@@ -15,12 +15,11 @@ printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s"}, "containers
 mkdir -p "$T/hooks" "$T/nohooks" "$T/cdi" "$T/cdi-stale" "$T_RUNC_ROOT"
 printf '{"version": "1.0.0", "hook": {"path": "%s", "args": ["gpu-hook", "createRuntime"]}, "when": {"always": true}, "stages": ["createRuntime"]}\n' \
         "$GPU_HOOK" >"$T/hooks/oci-gpu-hook.json"
-printf 'cdiVersion: "0.5.0"\nkind: nvidia.com/gpu\ncontainerEdits:\n  mounts:\n  - hostPath: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.86.10\n' \
+printf 'cdiVersion: "0.5.0"\nkind: nvidia.com/gpu\ndevices:\n- name: all\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia0\ncontainerEdits:\n  mounts:\n  - hostPath: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.86.10\n    containerPath: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.86.10\n' \
         >"$T/cdi-stale/nvidia.yaml"
-mkdir -p "$DRV/dev/char"
-ln -s ../nvidia0 "$DRV/dev/char/195:0"
-ln -s ../nvidia1 "$DRV/dev/char/195:1"
-ln -s ../nvidiactl "$DRV/dev/char/195:255"
+# the /dev/char links `setup dev-char-links` makes, one of them udev's relative form instead
+"$GPU_CLI" setup dev-char-links --driver-root="$DRV" --dev-char-path="$DRV/dev/char" --record="$T/dev-char-record" >/dev/null
+rm "$DRV/dev/char/195:0" && ln -s ../nvidia0 "$DRV/dev/char/195:0"
 
 # doctor ROOT ARGS...: text output in OUT, exit status in RC
 doctor() {
@@ -98,21 +97,21 @@ t_match "$OUT" 'cause: No hooks.d file runs gpu-hook, so podman and CRI-O' "no h
 t_is "$RC" 0 "warnings alone do not fail doctor"
 
 doctor "$DRV" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi-stale" --cgroup-manager=cgroupfs
-t_match "$OUT" '^warn +cdi .*libnvidia-ml.so.570.86.10' "stale CDI spec: found"
-t_match "$OUT" 'cause: The CDI spec was written for driver 570.86.10, not the running 580.95.05' "stale CDI spec: the cause"
-t_match "$OUT" "fix: +write a current spec \\(gpu-cli cdi generate, to /etc/cdi/nvidia.com-gpu.json\\) and remove $T/cdi-stale/nvidia.yaml" \
-        "stale YAML spec (not ours): the fix writes ours and removes it"
+t_match "$OUT" "^warn +cdi +$T/cdi-stale/nvidia.yaml: it names driver 570.86.10 \\(libnvidia-ml.so.570.86.10\\), the loaded driver is 580.95.05" "stale CDI spec: found"
+t_match "$OUT" 'cause: The spec \(written by nvidia-ctk\) no longer matches this host' "stale CDI spec: the cause"
+t_match "$OUT" "fix: +nvidia-ctk cdi generate --output=$T/cdi-stale/nvidia.yaml \\(or ours in its place: gpu-cli cdi generate --output=$T/cdi-stale/nvidia.com-gpu.json && rm $T/cdi-stale/nvidia.yaml\\)" \
+        "stale spec of nvidia-ctk: its command, or ours in its place"
 mkdir -p "$T/cdi-stale-json"
-printf '{"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "containerEdits": {"mounts": [{"hostPath": "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.86.10"}]}}\n' \
+printf '{"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "devices": [{"name": "all", "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia0"}]}}], "containerEdits": {"hooks": [{"hookName": "createContainer", "path": "/usr/bin/gpu-cli", "args": ["gpu-cli", "cdi-hook", "--link=libnvidia-ml.so.570.86.10::/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"]}]}}\n' \
         >"$T/cdi-stale-json/nvidia.com-gpu.json"
 doctor "$DRV" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi-stale-json" --cgroup-manager=cgroupfs
-t_match "$OUT" "fix: +regenerate it: gpu-cli cdi generate --output=$T/cdi-stale-json/nvidia.com-gpu.json" \
-        "stale JSON spec: the fix regenerates it in place"
+t_match "$OUT" "fix: +gpu-cli cdi generate --output=$T/cdi-stale-json/nvidia.com-gpu.json" \
+        "stale spec of ours: the fix writes it again in place"
 
 R=$(copy_root nochar) && rm -r "$R/dev/char"
 doctor "$R" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi" --cgroup-manager=systemd
-t_match "$OUT" '^warn +dev-char-links +missing: /dev/char/195:0' "systemd without /dev/char links: the daemon-reload hazard"
-t_match "$OUT" "fix: +ln -s ../nvidia0 /dev/char/195:0" "systemd without /dev/char links: the fix"
+t_match "$OUT" "^warn +dev-char-links +8 of 8 missing: .*$R/dev/char/195:0" "systemd without /dev/char links: the daemon-reload hazard"
+t_match "$OUT" "fix: +gpu-cli --root=$R setup dev-char-links --dev-char-path=$R/dev/char" "systemd without /dev/char links: the fix is setup dev-char-links"
 doctor "$DRV" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi" --cgroup-manager=systemd
 t_match "$OUT" '^ok +dev-char-links' "systemd with the links: ok"
 

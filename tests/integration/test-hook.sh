@@ -88,7 +88,7 @@ for stage in createRuntime prestart; do
         bundle_set_env "$B" NVIDIA_VISIBLE_DEVICES=all "${HOSTILE_ENV[@]}"
         run_runc "$B" "gpu-$stage"
         t_is "$RUN_RC:$RUN_STDOUT" "0:started" "runc $stage: a GPU container starts when gpu-cli succeeds"
-        t_match "$(tr '\n' ' ' <"$T/argv" 2>/dev/null)" "configure --pid=[1-9][0-9]* --device=all --compute --utility $T/rootfs \$" \
+        t_match "$(tr '\n' ' ' <"$T/argv" 2>/dev/null)" "configure --timings-fd=3 --pid=[1-9][0-9]* --device=all --compute --utility $T/rootfs \$" \
                 "runc $stage: gpu-cli configure gets the pid, devices, capabilities and rootfs"
         t_ok "runc $stage: the pid it gets is the container's, alive" test -e "$T/pid-alive"
         t_is "$(cat "$T/environ" 2>/dev/null)" "PATH=/usr/sbin:/usr/bin:/sbin:/bin" \
@@ -127,7 +127,7 @@ if have_cmd "$CRUN"; then
         bundle_set_env "$B" NVIDIA_VISIBLE_DEVICES=0 "${HOSTILE_ENV[@]}"
         run_crun "$B" crun-gpu
         t_is "$RUN_RC:$RUN_STDOUT" "0:started" "crun: a GPU container starts when gpu-cli succeeds"
-        t_match "$(tr '\n' ' ' <"$T/argv" 2>/dev/null)" "configure --pid=[1-9][0-9]* --device=0 --compute --utility $T/rootfs \$" \
+        t_match "$(tr '\n' ' ' <"$T/argv" 2>/dev/null)" "configure --timings-fd=3 --pid=[1-9][0-9]* --device=0 --compute --utility $T/rootfs \$" \
                 "crun: gpu-cli configure gets the pid and rootfs"
         t_is "$(cat "$T/environ" 2>/dev/null)" "PATH=/usr/sbin:/usr/bin:/sbin:/bin" "crun: gpu-cli's environment is PATH alone"
         if [ $HAVE_MARKER = 1 ]; then
@@ -157,7 +157,7 @@ EOF
         run_podman "$T/rootfs" "$T/hooks.d" -e NVIDIA_VISIBLE_DEVICES=all -e "LD_PRELOAD=$T/marker.so" \
                 -e "LD_LIBRARY_PATH=$T" -- echo started
         t_is "$RUN_RC:$RUN_STDOUT" "0:started" "podman: a GPU container starts when gpu-cli succeeds"
-        t_match "$(tr '\n' ' ' <"$T/argv" 2>/dev/null)" "configure --pid=[1-9][0-9]* --device=all --compute --utility /" \
+        t_match "$(tr '\n' ' ' <"$T/argv" 2>/dev/null)" "configure --timings-fd=3 --pid=[1-9][0-9]* --device=all --compute --utility /" \
                 "podman: gpu-cli configure ran for it"
         if [ $HAVE_MARKER = 1 ]; then
                 t_ok "podman: the image's LD_PRELOAD reached nothing on the host" test ! -e "$T/host-marker"

@@ -49,7 +49,7 @@ if cdi_can_validate; then
 else
         t_skip "the group's spec validates against the official CDI schema" "no $CDI_SCHEMA/schema.json or python3-jsonschema"
 fi
-t_is "$("$CLI" cdi list "$SPEC")" "nvidia.com/gpu=mps-team" "cdi list: nvidia.com/gpu=mps-team"
+t_is "$("$CLI" cdi list --quiet "$SPEC")" "nvidia.com/gpu=mps-team" "cdi list: nvidia.com/gpu=mps-team"
 t_is "$(json_get "$SPEC" '[n["path"] + ":" + str(n["major"]) + ":" + str(n["minor"]) for n in dev("mps-team")["deviceNodes"]]')" \
         "['/dev/nvidia1:195:1']" "the device has the group GPU's node (GPU 1), no other"
 t_is "$(json_get "$SPEC" 'mounts(dev("mps-team"))')" \
@@ -163,7 +163,7 @@ cdi_install "$S/main.json" gpu-hook-test.json || { stop_all; echo "Bail out! can
 t_ok "mps start pod on GPU 1, the spec at its default path" "${G[@]}" start pod --device=1
 POD_SPEC=/var/run/cdi/nvidia.com-gpu-mps-pod.json
 t_ok "the spec is $POD_SPEC" test -f "$POD_SPEC"
-t_match "$("$CLI" cdi list)" "^nvidia\\.com/gpu=mps-pod\$" "cdi list (the CDI directories) shows nvidia.com/gpu=mps-pod"
+t_match "$("$CLI" cdi list --quiet)" "^nvidia\\.com/gpu=mps-pod\$" "cdi list (the CDI directories) shows nvidia.com/gpu=mps-pod"
 ppid_=$(state pid pod)
 echo marker >"$D/pod/shm/gh-test-marker"
 PROBE='
@@ -186,7 +186,7 @@ t_is "$(field libcuda)" /usr/lib/x86_64-linux-gnu/libcuda.so.1 "libcuda.so.1 is 
 t_ok "its MPS client reached the group's daemon" grep -qx get_default_active_thread_percentage "$D/pod/log/commands.log"
 t_ok "mps stop pod" "${G[@]}" stop pod
 t_not "stop removed $POD_SPEC" test -e "$POD_SPEC"
-t_nomatch "$("$CLI" cdi list)" "mps-pod" "cdi list no longer shows it"
+t_nomatch "$("$CLI" cdi list --quiet)" "mps-pod" "cdi list no longer shows it"
 run_podman "$T/rootfs" "" --device nvidia.com/gpu=mps-pod -- /bin/true
 t_not "podman now refuses nvidia.com/gpu=mps-pod" test "$RUN_RC" -eq 0
 stop_all

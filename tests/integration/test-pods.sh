@@ -26,7 +26,7 @@ t_is "$(stat -c %a "$REC" 2>&1)" 700 "the record directory is root's alone (0700
 t_is "$(stat -c '%a %U' "$REC/$A" 2>&1)" "600 root" "the container's record is $REC/ID, 0600, root's"
 t_match "$(cat "$REC/$A")" '^pod=trainer-0$' "the record names the pod"
 t_is "$(grep -c . "$REC/$A")" 8 "the record is 8 lines"
-t_is "$(find "$REC" -name '.*.tmp.*' | wc -l)" 0 "no temporary file is left beside it"
+t_is "$(find "$REC" -name '.*' | wc -l)" 0 "no temporary file is left beside it"
 
 PS=$(gpucli ps --json "$CFG" --state-dir="$T_RUNC_ROOT" 2>"$T/ps.err")
 t_is "$?" 0 "gpu-cli ps --json" || t_diag_file "$T/ps.err"

@@ -75,13 +75,19 @@ if [ ! -f "$B/build.ninja" ]; then
 fi
 ninja -C "$B" >"$SCRATCH/build.log" 2>&1 || { echo "run.sh: the unmutated copy does not build" >&2; tail -n 20 "$SCRATCH/build.log"; exit 2; }
 
-# run_test NAME[:CASES]: one meson test (CASES, comma-separated patterns, becomes GH_TEST_CASES:
-# a script that supports it runs only those cases); sets FAIL_LINE to its first failing test point.
+# run_test [SUITE/]NAME[:CASES]: one meson test (CASES, comma-separated patterns, becomes
+# GH_TEST_CASES: a script that supports it runs only those cases; SUITE picks one of two tests of
+# the same name, e.g. unit/plan and not the integration plan); sets FAIL_LINE to its first failing
+# test point.
 run_test() {
-        local name=${1%%:*} cases= log=$B/meson-logs/testlog.txt
+        local name=${1%%:*} cases= log=$B/meson-logs/testlog.txt suite=()
         [ "$name" = "$1" ] || cases=${1#*:}
+        if [[ $name == */* ]]; then
+                suite=(--suite "${name%%/*}")
+                name=${name#*/}
+        fi
         FAIL_LINE=
-        if GH_TEST_CASES=$cases meson test -C "$B" --no-rebuild -t "${GH_MUT_TIMEOUT_MULT:-3}" "$name" \
+        if GH_TEST_CASES=$cases meson test -C "$B" --no-rebuild -t "${GH_MUT_TIMEOUT_MULT:-3}" "${suite[@]}" "$name" \
                 >"$SCRATCH/test.out" 2>&1; then
                 return 0
         fi
@@ -101,6 +107,7 @@ targets_of() {
         echo cli/gpu-cli hook/gpu-hook runtime/gpu-runtime tests/engine/gpu-hook tests/engine/gpu-runtime
         for t in $(tests_of "$1"); do
                 t=${t%%:*}
+                t=${t#*/}
                 for base in "$t" "${t%-*}" "${t%-*-*}"; do
                         if [ -f "$T/tests/unit/test-$base.c" ]; then
                                 echo "tests/unit/test-$base"

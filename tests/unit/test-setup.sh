@@ -121,25 +121,91 @@ setup "${DK[@]}" --undo
 t_ok "--undo leaves NVIDIA's hook alone too" cmp "$T/nv.orig" "$D/bin/nvidia-container-runtime-hook"
 
 # ---- containerd, crio, podman ----------------------------------------------------------------
-CT=$D/containerd/conf.d/99-gpu-hook.toml
+# containerd: config.toml edited in place (cli/setup-containerd.c); Debian 13's own config.toml first
+CT=$D/containerd/config.toml
 mkdir -p "$(dirname "$CT")"
+cat >"$CT" <<'EOF'
+version = 2
+
+[plugins]
+  [plugins."io.containerd.grpc.v1.cri"]
+    [plugins."io.containerd.grpc.v1.cri".cni]
+      bin_dir = "/usr/lib/cni"
+      conf_dir = "/etc/cni/net.d"
+  [plugins."io.containerd.internal.v1.opt"]
+    path = "/var/lib/containerd/opt"
+EOF
+cp "$CT" "$T/ct.orig"
+toml() { "$GH_PYTHON" -c "import sys, tomllib; c = tomllib.load(open(sys.argv[1], 'rb')); p = c['plugins']; print($2)" "$1" 2>&1; }
+CRI='p["io.containerd.grpc.v1.cri"]'
+setup containerd --config="$CT" --dry-run
+t_match "$RC:$OUT" '^0:' "containerd --dry-run: exit 0"
+t_match "$OUT" '^\+ *enable_cdi = true  # gpu-cli setup containerd$' "... shows the lines it would add"
+t_ok "... and changes nothing" cmp "$T/ct.orig" "$CT"
 setup containerd --config="$CT"
 t_is "$RC" 0 "containerd: exit 0" || t_diag "$OUT"
-t_match "$(cat "$CT")" "^ *BinaryName = \"$RTP\"" "containerd drop-in: BinaryName = gpu-runtime"
-t_match "$(cat "$CT")" 'runtimes\.gpu\]$' "containerd drop-in: a runtime handler named gpu"
-if "$GH_PYTHON" -c 'import tomllib' 2>/dev/null; then
-        t_ok "containerd drop-in is valid TOML" "$GH_PYTHON" -c 'import sys, tomllib; tomllib.load(open(sys.argv[1], "rb"))' "$CT"
-else
-        t_skip "containerd drop-in is valid TOML" "python3 has no tomllib"
-fi
+t_is "$(toml "$CT" "$CRI['enable_cdi'], $CRI['cdi_spec_dirs']")" "True ['/etc/cdi', '/var/run/cdi']" "containerd: CDI on, with /etc/cdi and /var/run/cdi"
+t_is "$(toml "$CT" "$CRI['containerd']['runtimes']['gpu']['options']['BinaryName'], $CRI['containerd']['runtimes']['gpu']['pod_annotations']")" \
+        "$RTP ['org.gpu-hook.mps-group']" "containerd: handler gpu = gpu-runtime, passing the MPS pod annotation"
+t_is "$(toml "$CT" "$CRI['containerd']['runtimes']['runc']['runtime_type']")" "io.containerd.runc.v2" \
+        "containerd: the runc handler written out (a file naming a runtime loses containerd's built-in one)"
+t_is "$(toml "$CT" "$CRI['cni']['bin_dir'], p['io.containerd.internal.v1.opt']['path']")" "/usr/lib/cni /var/lib/containerd/opt" \
+        "containerd: every setting of the file kept"
+t_is "$(grep -vc '# gpu-cli setup containerd$' "$CT")" "$(wc -l <"$T/ct.orig")" "containerd: every added line is marked, no line of the file changed"
 setup containerd --config="$CT"
 t_is "$OUT" "containerd: nothing to change" "containerd: a second run changes nothing"
-echo "# mine" >>"$CT"
+sed -i 's|^    path = "/var/lib/containerd/opt"|&\n    # mine|' "$CT"
 setup containerd --config="$CT" --undo
-t_match "$RC:$OUT" '^1:.*changed since' "containerd --undo refuses a drop-in edited by hand"
-sed -i '$d' "$CT"
+t_is "$RC:$(grep -c 'gpu-cli setup' "$CT"):$(grep -c '# mine' "$CT")" "0:0:1" "containerd --undo takes out exactly its lines, an edit made since stays"
+sed -i '/# mine/d' "$CT"
+t_ok "... which gives back the original byte for byte" cmp "$T/ct.orig" "$CT"
+setup containerd --config="$CT"
 setup containerd --config="$CT" --undo
-t_not "containerd --undo removes the drop-in" test -e "$CT"
+t_not "... and the backup goes when undo gave back the original" test -e "$CT.gpu-cli.bak"
+
+# a node whose runc has its own options: kept, no second runc
+cat >"$CT" <<'EOF'
+version = 2
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+    SystemdCgroup = true
+EOF
+setup containerd --config="$CT"
+t_is "$RC:$(toml "$CT" "$CRI['containerd']['runtimes']['runc']['options']['SystemdCgroup'], $CRI['enable_cdi']")" "0:True True" \
+        "containerd: a file's own runc handler is kept as it is"
+setup containerd --config="$CT" --undo
+rm -f "$CT.gpu-cli.bak"
+
+# no file: created, and --undo removes it
+rm -f "$CT"
+setup containerd --config="$CT"
+t_is "$RC:$(toml "$CT" "c['version'], $CRI['enable_cdi']")" "0:2 True" "containerd: no config.toml: a version 2 one is created"
+setup containerd --config="$CT" --undo
+t_not "... and --undo removes it" test -e "$CT"
+
+# containerd 2.x: version 3 names the CRI runtime plugin io.containerd.cri.v1.runtime
+printf 'version = 3\n\n[plugins."io.containerd.cri.v1.runtime"]\n  enable_unprivileged_ports = true\n' >"$CT"
+setup containerd --config="$CT"
+V3='p["io.containerd.cri.v1.runtime"]'
+t_is "$RC:$(toml "$CT" "$V3['enable_cdi'], $V3['enable_unprivileged_ports'], $V3['containerd']['runtimes']['gpu']['options']['BinaryName']")" \
+        "0:True True $RTP" "containerd 2 (version 3): the same settings under io.containerd.cri.v1.runtime"
+rm -f "$CT" "$CT.gpu-cli.bak"
+
+# refused, file untouched: a setting that contradicts, a gpu handler that is not ours, no version
+refused() {
+        printf '%b' "$1" >"$CT"
+        cp "$CT" "$T/ct.before"
+        setup containerd --config="$CT"
+        t_match "$RC:$OUT" "^1:gpu-cli setup: .*$2" "containerd refuses $3"
+        t_ok "... and leaves the file as it was" cmp "$T/ct.before" "$CT"
+}
+refused 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  enable_cdi = false\n' \
+        'enable_cdi = false; gpu-hook needs true: change it by hand' "enable_cdi = false"
+refused 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.gpu]\n  runtime_type = "io.containerd.runc.v2"\n' \
+        'already has \[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.gpu\] \(not written by gpu-cli\)' "another runtimes.gpu"
+refused 'root = "/var/lib/containerd"\n' "has no 'version = ' line" "a version 1 config"
+rm -f "$CT"
 
 CR=$D/crio.conf.d/99-gpu-hook.conf
 mkdir -p "$(dirname "$CR")"

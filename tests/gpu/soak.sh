@@ -1,0 +1,322 @@
+#!/bin/bash
+# Container starts under load, TAP.  Runs THERE (the GPU machine), as root, from the repo root, with
+# the kit of tests/gpu/prepare.sh carried as .gpukit (like run.sh), or here with the fake driver:
+#
+#   bash tests/gpu/soak.sh [--starts N] [--jobs J] [--seed S]     the GPU machine (default 2000 starts,
+#                                                                 16 at a time)
+#   bash tests/gpu/soak.sh --fake [--starts N] ...                the fake driver (default 200 starts);
+#                                                                 under meson or with GH_BUILD_DIR set
+#
+# N `runc run` starts, J at a time, of four kinds in a seeded random mix (equal shares; --seed or
+# GH_BENCH_SEED repeats it): plain (no hook); hook (gpu-hook as createRuntime hook, all GPUs,
+# compute,utility, NVIDIA_REQUIRE_CUDA=cuda>=12.0 on a warm driver-state cache); cdi (the spec of
+# `gpu-cli cdi generate` applied by tests/helpers/cdi-apply.py, nvidia.com/gpu=all, `gpu-cli cdi-hook`
+# as createContainer hook); runtime (a bundle without hooks run through gpu-runtime, which adds
+# gpu-hook; same request as hook).  Every 50th start of a GPU kind runs the CUDA vector add (the fake
+# driver: cuda-probe) instead of /bin/true and must pass.  Each start gets its own rootfs (a hard-link
+# copy of one template; the template's checksum must not change, so nothing wrote into an image file
+# in place).  Reported per kind: p50, p90, p99, max of the wall time of `runc run` (and the CPU time
+# of runc and all it waited for, when tests/helpers/timed-run is there); p99 of each GPU kind against
+# plain's.  Checked after the last start (TAP): no start failed; the host mount table is as before;
+# no process of ours is left (runc, gpu-cli, gpu-hook, gpu-runtime, anything rooted in our temp dir);
+# /run/gpu-hook holds the same files as before; the number of cgroup device programs the kernel
+# holds (bpftool prog show) is as before (a program attached to a cgroup that is gone stays loaded
+# while the dead cgroup lives); the count of dying cgroups (cgroup.stat) is shown.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+FAKE=0 STARTS='' JOBS=16 SEED=${GH_BENCH_SEED:-}
+while [ $# -gt 0 ]; do
+        case $1 in
+        --fake) FAKE=1 ;;
+        --starts) STARTS=$2; shift ;;
+        --starts=*) STARTS=${1#*=} ;;
+        --jobs) JOBS=$2; shift ;;
+        --jobs=*) JOBS=${1#*=} ;;
+        --seed) SEED=$2; shift ;;
+        --seed=*) SEED=${1#*=} ;;
+        *) echo "usage: soak.sh [--fake] [--starts N] [--jobs J] [--seed S]" >&2; exit 2 ;;
+        esac
+        shift
+done
+[ -n "$STARTS" ] || STARTS=$([ $FAKE = 1 ] && echo 200 || echo 2000)
+. "$here/kit.sh"
+APPLY=$REPO/tests/helpers/cdi-apply.py
+[ -f "$APPLY" ] || APPLY=$KIT/tests/helpers/cdi-apply.py
+TIMED=
+for f in "${GH_TIMED_RUN:-}" "${GH_BUILD_DIR:-}/tests/helpers/timed-run" "$KIT/bin/timed-run"; do
+        [ -n "$f" ] && [ -x "$f" ] && { TIMED=$f; break; }
+done
+
+t_need_root
+have_cmd "$GH_PYTHON" || t_skip_all "python3 is not installed (cdi-apply.py needs it)"
+if [ "$KIT_MODE" = kit ]; then
+        GPU_RUNTIME=$KIT/bin/gpu-runtime RT_CONFIG=/run/gpukit/config.json
+else
+        GPU_RUNTIME=$GH_BUILD_DIR/tests/engine/gpu-runtime RT_CONFIG=$GH_BUILD_DIR/tests/engine/engine-config.json
+fi
+[ -x "$GPU_RUNTIME" ] || { echo "Bail out! no gpu-runtime at $GPU_RUNTIME (build it, or run prepare.sh again)"; exit 1; }
+
+if [ $FAKE = 1 ]; then
+        [ -n "${GH_BUILD_DIR:-}" ] || { echo "Bail out! --fake needs a build tree: GH_BUILD_DIR=BUILD bash tests/gpu/soak.sh --fake"; exit 1; }
+        ROOT=$T/drv
+        bash "$REPO/tests/fake-driver/make-root.sh" "$ROOT" >"$T/mkroot.log" 2>&1 ||
+                { t_diag_file "$T/mkroot.log"; echo "Bail out! make-root.sh failed"; exit 1; }
+        LDCACHE=
+        PROBE_SRC=$(find "$GH_BUILD_DIR/tests/fake-driver" -name cuda-probe -type f -perm -u+x | head -n 1)
+        PROBE_OK='^CUDA OK: '
+else
+        ROOT=/ LDCACHE=/etc/ld.so.cache
+        { [ -e /dev/nvidiactl ] && timeout 60 nvidia-smi -L >/dev/null 2>&1; } ||
+                t_skip_all "no NVIDIA GPU here (nvidia-smi -L fails); --fake runs it with the fake driver"
+        PROBE_SRC=
+        if [ -n "$NVCC" ] && { timeout 300 "$NVCC" -O2 -cudart static -arch=native -o "$T/vector_add" "$here/vector_add.cu" ||
+                timeout 300 "$NVCC" -O2 -cudart static -o "$T/vector_add" "$here/vector_add.cu"; } >"$T/nvcc.log" 2>&1; then
+                PROBE_SRC=$T/vector_add
+        else
+                t_diag "no vector_add (nvcc: ${NVCC:-none}): $(tail -n 2 "$T/nvcc.log" 2>/dev/null)"
+        fi
+        PROBE_OK='vector_add: PASS'
+fi
+t_diag "gpu-cli: $GPU_CLI; runc: $RUNC; gpu-runtime: $GPU_RUNTIME; driver root: $ROOT; timed-run: ${TIMED:-none}"
+
+# ---------------------------------------------------------------------------------------------
+# Setup: one template rootfs, one config.json per kind with @ROOTFS@ for its root
+
+TMPL=$T/template
+make_busybox_rootfs "$TMPL" --glibc >"$T/rootfs.log" 2>&1 || { t_diag_file "$T/rootfs.log"; echo "Bail out! rootfs"; exit 1; }
+[ -n "$PROBE_SRC" ] && install -m 755 "$PROBE_SRC" "$TMPL/usr/local/bin/probe"
+tmpl_sum() { (cd "$TMPL" && find . -type f -print0 | sort -z | xargs -0 cksum | cksum); }
+TMPL_SUM=$(tmpl_sum)
+STATE=$T/state/driver-state.json
+mkdir -p "$T/state"
+refresh=("$GPU_CLI" "--root=$ROOT" "--state-file=$STATE")
+[ -n "$LDCACHE" ] && refresh+=("--ldcache=$LDCACHE")
+"${refresh[@]}" cache refresh >"$T/refresh.log" 2>&1 || t_diag "cache refresh: $(tail -n 1 "$T/refresh.log")"
+"$GH_PYTHON" - "$T/hook.json" "$ROOT" "$GPU_CLI" "$STATE" "$T/gpu-hook.log" "$LDCACHE" <<'PY'
+import json, sys
+path, root, cli, state, log, ldcache = sys.argv[1:]
+c = {"cli": {"root": root, "path": cli, "state-file": state}, "log": {"file": log}}
+if ldcache:
+    c["cli"]["ldcache"] = ldcache
+json.dump(c, open(path, "w"))
+PY
+GPU_ENV=(NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility "NVIDIA_REQUIRE_CUDA=cuda>=12.0")
+KINDS=(plain hook cdi runtime)
+mkdir -p "$T/r0"
+for k in "${KINDS[@]}"; do
+        for cmd in true probe; do
+                b=$T/cfg-$k-$cmd
+                if [ $cmd = true ]; then
+                        make_bundle "$b" "$T/r0" /bin/true
+                else
+                        make_bundle "$b" "$T/r0" /bin/sh -c '/usr/local/bin/probe 2>&1'
+                fi
+                case $k in
+                hook)
+                        bundle_add_hook "$b" createRuntime "$GPU_HOOK" "--config=$T/hook.json" createRuntime
+                        bundle_set_env "$b" "${GPU_ENV[@]}" ;;
+                runtime) bundle_set_env "$b" "${GPU_ENV[@]}" ;;
+                cdi)
+                        if [ ! -f "$T/spec.json" ]; then
+                                gen=("$GPU_CLI" "--root=$ROOT")
+                                [ -n "$LDCACHE" ] && gen+=("--ldcache=$LDCACHE")
+                                "${gen[@]}" cdi generate "--output=$T/spec.json" --capabilities=compute,utility ||
+                                        { echo "Bail out! cdi generate failed"; exit 1; }
+                        fi
+                        "$GH_PYTHON" "$APPLY" --spec "$T/spec.json" "$b" nvidia.com/gpu=all ||
+                                { echo "Bail out! cdi-apply.py failed"; exit 1; } ;;
+                esac
+                sed "s|\"$T/r0\"|\"@ROOTFS@\"|" "$b/config.json" >"$T/cfg-$k-$cmd.json"
+                grep -q '"@ROOTFS@"' "$T/cfg-$k-$cmd.json" || { echo "Bail out! no root.path in $b/config.json"; exit 1; }
+        done
+done
+
+# gpu-runtime reads its compiled-in configuration file: held under the lock the other users take.
+exec 9>"$RT_CONFIG.lock"
+flock 9
+trap 'rm -f "$RT_CONFIG"; _gh_cleanup' EXIT
+"$GH_PYTHON" - "$RT_CONFIG" "$T/hook.json" "$(command -v "$RUNC")" "$GPU_HOOK" "$T/runtime-hook.log" <<'PY'
+import json, sys
+path, hook, runc, hook_path, log = sys.argv[1:]
+c = json.load(open(hook))
+c["log"]["file"] = log
+c["runtime"] = {"runtimes": [runc], "hook-path": hook_path}
+json.dump(c, open(path + ".tmp", "w"))
+import os
+os.rename(path + ".tmp", path)
+PY
+
+# ---------------------------------------------------------------------------------------------
+# What the host looks like before
+
+RUNROOT=$T/runc-root
+mkdir -p "$RUNROOT" "$T/j"
+bpf_device_progs() {
+        have_cmd bpftool || { echo "-"; return; }
+        bpftool -j prog show 2>/dev/null | "$GH_PYTHON" -c 'import json,sys
+try: print(sum(1 for p in json.load(sys.stdin) if p.get("type") == "cgroup_device"))
+except Exception: print("-")'
+}
+dying_cgroups() {
+        local f
+        for f in /sys/fs/cgroup/cgroup.stat /sys/fs/cgroup/unified/cgroup.stat; do
+                [ -f "$f" ] && { sed -n 's/^nr_dying_descendants //p' "$f"; return; }
+        done
+        echo "-"
+}
+run_files() { [ -d /run/gpu-hook ] && find /run/gpu-hook -printf '%y %m %p\n' | sort; }
+# Our processes: the programs under test and anything whose root or cwd is in our temp dir.
+our_procs() {
+        local p exe root cwd
+        for p in /proc/[0-9]*; do
+                [ "${p#/proc/}" = $$ ] || [ "${p#/proc/}" = "$BASHPID" ] && continue
+                exe=$(readlink "$p/exe" 2>/dev/null) || continue
+                root=$(readlink "$p/root" 2>/dev/null) cwd=$(readlink "$p/cwd" 2>/dev/null)
+                case "$exe" in
+                "$GPU_CLI" | "$GPU_HOOK" | "$GPU_RUNTIME") ;;
+                *)
+                        case "$root$cwd" in *"$T"/j/*) ;; *) tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "$RUNROOT" || continue ;; esac ;;
+                esac
+                echo "${p#/proc/} $(tr '\0' ' ' 2>/dev/null <"$p/cmdline" | head -c 200)"
+        done
+}
+# A bare start first: the first container after boot changes the cgroup2 mount options (run-cdi.sh).
+make_bundle "$T/warm" "$TMPL" /bin/true
+"$RUNC" --root "$RUNROOT" run -b "$T/warm" "soak-warm-$$" >/dev/null 2>&1
+"$RUNC" --root "$RUNROOT" delete -f "soak-warm-$$" >/dev/null 2>&1
+host_mountinfo_snapshot "$T/mounts.before"
+run_files >"$T/run.before"
+BPF_BEFORE=$(bpf_device_progs) DYING_BEFORE=$(dying_cgroups)
+
+# ---------------------------------------------------------------------------------------------
+# The starts
+
+[ -n "$SEED" ] || SEED=$(( (RANDOM << 15 | RANDOM) % 1000000 ))
+RANDOM=$SEED
+SCHEDULE=()
+for ((i = 0; i < STARTS; i++)); do SCHEDULE+=("${KINDS[i % 4]}"); done
+for ((i = STARTS - 1; i > 0; i--)); do
+        j=$((RANDOM % (i + 1)))
+        t=${SCHEDULE[i]} SCHEDULE[i]=${SCHEDULE[j]} SCHEDULE[j]=$t
+done
+RESULTS=$T/results
+: >"$RESULTS"
+
+# one_start I KIND: a fresh rootfs and bundle, one timed start, the container deleted, a result line
+# "I KIND RC WALL_US CPU_US PROBE_OK" appended (one write: lines of parallel starts do not mix).
+one_start() {
+        local i=$1 k=$2 d=$T/j/$1 cmd=true rt=$RUNC id="soak-$$-$1" rc w c t0 t1 probe=-
+        [ $k != plain ] && [ -n "$PROBE_SRC" ] && [ $((i % 50)) = 0 ] && cmd=probe
+        mkdir -p "$d" && cp -al "$TMPL" "$d/r" || { echo "$i $k 125 0 - -" >>"$RESULTS"; return; }
+        sed "s|@ROOTFS@|$d/r|" "$T/cfg-$k-$cmd.json" >"$d/config.json"
+        [ $k = runtime ] && rt=$GPU_RUNTIME
+        if [ -n "$TIMED" ]; then
+                "$TIMED" -t 300 -o "$d/t" -- "$rt" --root "$RUNROOT" run -b "$d" "$id" </dev/null >"$d/out" 2>"$d/err"
+                rc=$?
+                read -r w c _ <"$d/t" 2>/dev/null || w=0 c=-
+        else
+                t0=$EPOCHREALTIME
+                timeout -k 5 300 "$rt" --root "$RUNROOT" run -b "$d" "$id" </dev/null >"$d/out" 2>"$d/err"
+                rc=$?
+                t1=$EPOCHREALTIME
+                w=$(( ${t1/./} - ${t0/./} )) c=-
+        fi
+        "$RUNC" --root "$RUNROOT" delete -f "$id" >/dev/null 2>&1
+        if [ $cmd = probe ]; then
+                grep -Eq -- "$PROBE_OK" "$d/out" && probe=1 || probe=0
+        fi
+        [ $rc = 0 ] || cp "$d/err" "$T/err-$i-$k" 2>/dev/null
+        [ $probe = 0 ] && cp "$d/out" "$T/probe-$i-$k" 2>/dev/null
+        echo "$i $k $rc $w $c $probe" >>"$RESULTS"
+        rm -rf --one-file-system "$d"
+}
+
+t0=$EPOCHREALTIME
+running=0
+for ((i = 0; i < STARTS; i++)); do
+        if [ $running -ge "$JOBS" ]; then
+                wait -n
+                running=$((running - 1))
+        fi
+        one_start "$i" "${SCHEDULE[i]}" &
+        running=$((running + 1))
+done
+wait
+elapsed=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+sleep 2 # cgroups are released after their last task is reaped; give the kernel a moment
+
+# ---------------------------------------------------------------------------------------------
+# Results
+
+t_diag "$STARTS starts, $JOBS at a time, seed $SEED, ${elapsed} s; load average now $(cut -d' ' -f1-3 /proc/loadavg)"
+"$GH_PYTHON" - "$RESULTS" <<'PY' | while IFS= read -r l; do t_diag "$l"; done
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+def pct(v, p):
+    v = sorted(v)
+    k = max(1, -(-len(v) * p // 100))
+    return v[k - 1]
+kinds = ["plain", "hook", "cdi", "runtime"]
+names = {"plain": "plain (no hook)", "hook": "gpu-hook (all + cuda>=12.0)", "cdi": "our CDI spec",
+         "runtime": "gpu-runtime -> gpu-hook"}
+p99 = {}
+print("| path | starts | failed | p50 ms | p90 ms | p99 ms | max ms | CPU p50 ms | CPU p99 ms |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+for k in kinds:
+    r = [x for x in rows if x[1] == k]
+    ok = [x for x in r if x[2] == "0"]
+    w = [int(x[3]) / 1000 for x in ok]
+    c = [int(x[4]) / 1000 for x in ok if x[4] != "-"]
+    if not w:
+        print("| %s | %d | %d | | | | | | |" % (names[k], len(r), len(r) - len(ok)))
+        continue
+    p99[k] = pct(w, 99)
+    cpu = ("%.1f | %.1f" % (pct(c, 50), pct(c, 99))) if c else "- | -"
+    print("| %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %s |" % (names[k], len(r), len(r) - len(ok), pct(w, 50),
+          pct(w, 90), p99[k], max(w), cpu))
+if "plain" in p99:
+    print("p99 against plain's: " + ", ".join("%s %.2fx" % (k, p99[k] / p99["plain"]) for k in kinds[1:] if k in p99)
+          + " (target: <= 2x)")
+PY
+
+failed=$(awk '$3 != 0' "$RESULTS" | wc -l)
+t_is "$(wc -l <"$RESULTS")" "$STARTS" "every one of the $STARTS starts reported"
+if [ "$failed" = 0 ]; then
+        t_pass "no start failed"
+else
+        t_fail "no start failed ($failed failed)"
+        for f in $(ls "$T"/err-* 2>/dev/null | head -n 5); do t_diag "$(basename "$f"): $(tail -n 2 "$f" | tr '\n' ' ' | head -c 300)"; done
+fi
+nprobe=$(awk '$6 != "-"' "$RESULTS" | wc -l)
+if [ -z "$PROBE_SRC" ]; then
+        t_skip "the probe passes in every 50th GPU container" "no probe program (nvcc or the fake driver's cuda-probe)"
+else
+        t_is "$(awk '$6 == 0' "$RESULTS" | wc -l)" 0 "the probe ($PROBE_OK) passes in all $nprobe GPU containers that ran it" ||
+                for f in $(ls "$T"/probe-* 2>/dev/null | head -n 3); do t_diag "$(basename "$f"): $(head -c 300 "$f")"; done
+fi
+t_is "$(tmpl_sum)" "$TMPL_SUM" "the image template is unchanged (nothing wrote into an image file in place)"
+t_is "$("$RUNC" --root "$RUNROOT" list -q 2>/dev/null | wc -l)" 0 "runc lists no container left"
+left=$(our_procs)
+t_is "$left" "" "no process of ours is left (runc, gpu-*, containers)"
+mountinfo_unchanged "the host mount table is unchanged" "$T/mounts.before"
+t_is "$(run_files | diff "$T/run.before" - | head -n 10)" "" "/run/gpu-hook holds what it held before"
+BPF_AFTER=$(bpf_device_progs)
+if [ "$BPF_BEFORE" = - ] || [ "$BPF_AFTER" = - ]; then
+        t_skip "no cgroup device program is left" "bpftool cannot list programs here"
+else
+        t_is "$BPF_AFTER" "$BPF_BEFORE" "the kernel holds as many cgroup device programs as before ($BPF_BEFORE)"
+fi
+t_diag "dying cgroups (cgroup.stat nr_dying_descendants): before $DYING_BEFORE, after $(dying_cgroups)"
+t_diag "gpu-hook log records: $(wc -l <"$T/gpu-hook.log" 2>/dev/null || echo 0) (hook), $(wc -l <"$T/runtime-hook.log" 2>/dev/null || echo 0) (runtime)"
+if [ -s "$T/gpu-hook.log" ]; then
+        "$GH_PYTHON" - "$T/gpu-hook.log" <<'PY' | while IFS= read -r l; do t_diag "$l"; done
+import json, sys
+v = sorted(json.loads(l)["timings_us"].get("configure", 0) / 1000 for l in open(sys.argv[1]) if l.strip())
+def pct(p):
+    return v[max(1, -(-len(v) * p // 100)) - 1]
+if v:
+    print("gpu-hook's configure phase under this load (its log): p50 %.1f ms, p99 %.1f, max %.1f" % (pct(50), pct(99), v[-1]))
+PY
+fi
+echo "# gpu soak: $((T_COUNT - T_FAILED - T_SKIPPED)) passed, $T_FAILED failed, $T_SKIPPED skipped"
+t_done
