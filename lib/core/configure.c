@@ -112,6 +112,7 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         if (gh_caps_enter(GH_PHASE_ENTER, err) < 0 || gh_ns_enter(&ns, o->rootfs, &rootfd, err) < 0)
                 goto out;
         gh_mount_set_procfd(ns.proc_fd);
+        gh_mount_set_engine_root(ns.init_root);
         if (gh_caps_enter(GH_PHASE_MOUNT, err) < 0)
                 goto out;
         t->enter_us = now_us() - t1;
@@ -139,6 +140,7 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         if (gh_caps_enter(GH_PHASE_ENTER, err) < 0 || gh_ns_leave(&ns, err) < 0)
                 goto out;
         gh_mount_set_procfd(AT_FDCWD);
+        gh_mount_set_engine_root(AT_FDCWD);
 
         t1 = now_us();
         if (!req->no_cgroups && plan.nrules > 0) {
@@ -150,6 +152,7 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         ret = 0;
 out:
         gh_mount_set_procfd(AT_FDCWD);
+        gh_mount_set_engine_root(AT_FDCWD);
         if (ns.entered) {
                 gh_error_t e = NULL;
                 gh_caps_enter(GH_PHASE_ENTER, &e);

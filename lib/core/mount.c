@@ -19,6 +19,7 @@
 #endif
 
 static int proc_fd = AT_FDCWD;
+static int engine_root = AT_FDCWD;
 
 /* Shared mounts of the namespace we are in, read once per namespace entry: every injected file
  * checks its parent mount, and re-reading mountinfo for each would dominate configure's time. */
@@ -41,6 +42,8 @@ void gh_mount_set_procfd(int procfd)
         proc_fd = procfd;
         forget_shared();
 }
+
+void gh_mount_set_engine_root(int rootfd) { engine_root = rootfd; }
 
 static const char *proc_path(const char *rel, char *buf, size_t size)
 {
@@ -196,9 +199,16 @@ static int legacy_bind(struct gh_source *src, int target_fd, const char *cpath, 
         char from[64], to[64];
 
         /* A host mount cannot be bound into another namespace by fd; the container is not pivoted
-         * yet, so the host tree is visible at the same path here: re-open it and prove it is the
-         * same file we inspected on the host. */
-        again = open(src->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+         * yet, so the host tree is visible here: re-open it (at its path in the engine's root, which
+         * need not be this namespace's root) and prove it is the same file we inspected. */
+        if (engine_root == AT_FDCWD) {
+                again = open(src->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        } else {
+                _cleanup_error_ gh_error_t e = NULL;
+                again = gh_resolve(engine_root, src->path, O_PATH | O_NOFOLLOW, &e);
+                if (again < 0)
+                        errno = e != NULL && e->code > 0 ? e->code : ENOENT;
+        }
         if (again < 0)
                 return gh_err(
                         err, errno,

@@ -43,6 +43,10 @@ void gh_source_close(struct gh_source *src);
  * before entering another mount namespace (a pivoted container's /proc is not ours). */
 void gh_mount_set_procfd(int procfd);
 
+/* The engine's root (the container init's root before its pivot: gh_ns), where the legacy re-open
+ * looks a source up by its host path; AT_FDCWD (the default) is our own root. */
+void gh_mount_set_engine_root(int rootfd);
+
 enum gh_target_kind { GH_TARGET_FILE, GH_TARGET_DIR };
 
 /* Creates the target CPATH inside the container root (rootfd, in the container's namespace) with

@@ -10,6 +10,7 @@
 #include "cleanup.h"
 #include "log.h"
 #include "ns.h"
+#include "rootfs.h"
 #include "syscalls.h"
 
 int gh_ns_open(pid_t pid, const char *rootfs, struct gh_ns *ns, gh_error_t *err)
@@ -18,7 +19,7 @@ int gh_ns_open(pid_t pid, const char *rootfs, struct gh_ns *ns, gh_error_t *err)
         struct stat rst, cst;
 
         memset(ns, 0, sizeof(*ns));
-        ns->self_mnt = ns->target_mnt = ns->proc_fd = ns->host_rootfs = -1;
+        ns->self_mnt = ns->target_mnt = ns->proc_fd = ns->host_rootfs = ns->init_root = -1;
         ns->pid = pid;
         if (pid <= 0)
                 return gh_err(err, 0, "invalid --pid %d: pass the host pid of the container's init process", (int) pid);
@@ -47,9 +48,14 @@ int gh_ns_open(pid_t pid, const char *rootfs, struct gh_ns *ns, gh_error_t *err)
         if (fstat(ns->host_rootfs, &rst) < 0)
                 return gh_err(err, errno, "inspecting container rootfs %s", rootfs);
 
+        /* The magic link is the process's root in its own mount namespace, whatever ours is. */
+        snprintf(p, sizeof(p), "%d/root", (int) pid);
+        ns->init_root = openat(ns->proc_fd, p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (ns->init_root < 0)
+                return gh_err(err, errno == ENOENT ? ESRCH : errno,
+                              "opening the root of container process %d (/proc/%d/root)", (int) pid, (int) pid);
         /* Already pivoted when the process's root is the rootfs itself. */
-        snprintf(p, sizeof(p), "/proc/%d/root", (int) pid);
-        if (stat(p, &cst) == 0 && cst.st_dev == rst.st_dev && cst.st_ino == rst.st_ino)
+        if (fstat(ns->init_root, &cst) == 0 && cst.st_dev == rst.st_dev && cst.st_ino == rst.st_ino)
                 ns->pivoted = true;
         gh_debug("container %d: %s", (int) pid, ns->pivoted ? "already pivoted into its root" : "not pivoted yet");
         return 0;
@@ -80,11 +86,21 @@ int gh_ns_enter(struct gh_ns *ns, const char *rootfs, int *rootfd, gh_error_t *e
 entered:
         ns->entered = true;
 
-        /* setns() put us at the namespace's root.  Before the pivot that is the host tree and the
-         * rootfs is at its host path; after it, the root is the rootfs. */
-        fd = open(ns->pivoted ? "/" : rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return gh_err(err, errno, "opening container rootfs %s inside its mount namespace", rootfs);
+        /* setns() put us at the namespace's root, which need not be the engine's: under a chroot
+         * the rootfs path means nothing there.  The init's root is the engine's root before the
+         * pivot (the rootfs is at its path in it) and the rootfs itself after.  Resolving in it,
+         * symlinks in the path stay inside it; the fd is of this namespace's mounts, so what we
+         * mount on it is what the container sees. */
+        if (ns->pivoted) {
+                fd = openat(ns->init_root, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0)
+                        return gh_err(err, errno, "opening the root of container process %d", (int) ns->pid);
+        } else {
+                fd = gh_resolve(ns->init_root, rootfs, O_PATH | O_DIRECTORY, err);
+                if (fd < 0)
+                        return gh_err_wrap(err, "container rootfs %s, in the root of container process %d", rootfs,
+                                           (int) ns->pid);
+        }
         if (fstat(fd, &cst) < 0 || fstat(ns->host_rootfs, &hst) < 0 || cst.st_dev != hst.st_dev ||
             cst.st_ino != hst.st_ino) {
                 close(fd);
@@ -114,7 +130,7 @@ void gh_ns_close(struct gh_ns *ns)
                 gh_ns_leave(ns, &e);
                 gh_error_free(&e);
         }
-        int *fds[] = { &ns->self_mnt, &ns->target_mnt, &ns->proc_fd, &ns->host_rootfs };
+        int *fds[] = { &ns->self_mnt, &ns->target_mnt, &ns->proc_fd, &ns->host_rootfs, &ns->init_root };
         for (size_t i = 0; i < GH_ARRAY_SIZE(fds); i++) {
                 if (*fds[i] >= 0)
                         close(*fds[i]);

@@ -13,6 +13,8 @@ struct gh_ns {
         int target_mnt;  /* the container's (a pidfd or /proc/PID/ns/mnt) */
         int proc_fd;     /* the host's /proc, usable after setns */
         int host_rootfs; /* ROOTFS opened on the host side (O_PATH) */
+        int init_root;   /* the root of the container's init (/proc/PID/root, O_PATH): the engine's
+                          * root before the pivot, the rootfs after it */
         bool pivoted;    /* the container already runs in its root (manual configure) */
         bool entered;
 };
@@ -22,7 +24,10 @@ struct gh_ns {
 int gh_ns_open(pid_t pid, const char *rootfs, struct gh_ns *ns, gh_error_t *err);
 
 /* setns() into the container's mount namespace, and opens the container root there
- * (O_PATH|O_DIRECTORY), proving it is the same directory as ROOTFS on the host. */
+ * (O_PATH|O_DIRECTORY), proving it is the same directory as ROOTFS on the host.  ROOTFS is resolved
+ * in the root of the container's init, not in the namespace's root that setns() leaves us at: the
+ * two differ when the engine runs under chroot (or a runtime's --no-pivot), and ROOTFS is a path in
+ * the engine's root. */
 int gh_ns_enter(struct gh_ns *ns, const char *rootfs, int *rootfd, gh_error_t *err);
 
 /* Back to our own namespace (safe to call when not entered). */

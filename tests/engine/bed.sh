@@ -280,7 +280,7 @@ bed_run() {
                         kill -KILL "$upid" 2>/dev/null
                 }
                 trap _bed_signal TERM INT
-                env "${envs[@]+"${envs[@]}"}" unshare --mount --pid --net --uts --ipc --fork --kill-child --propagation private \
+                env "${envs[@]+"${envs[@]}"}" unshare --mount --pid $([ "$hostnet" = 1 ] || echo --net) --uts --ipc --fork --kill-child --propagation private \
                         bash -c '_bed_enter "$@"' bed "$run" "$BED_ROOT" "$hide" "$hostnet" "$cwd" -- \
                         "${binds[@]+"${binds[@]}"}" -- "$@" {lockfd}>&- <&0 &
                 upid=$!

@@ -144,7 +144,32 @@ drun
 t_is "$RUN_RC:$(field dev)" "0:" "default-runtime gpu, no NVIDIA variable: ran, no device node"
 mountinfo_unchanged "default-runtime: host mount table unchanged" "$T/mounts.daemon"
 
+# CDI through Docker: dockerd 25 and later (API 1.44) with "features": {"cdi": true} take
+# `--device VENDOR/CLASS=NAME` from the specs in /etc/cdi and /var/run/cdi.
 docker_stop
+if [ -n "$api" ] && [ "$(printf '%s\n1.44\n' "$api" | sort -V | head -n1)" = 1.44 ]; then
+        "$GPU_CLI" --root="$DRV" cdi generate --output="$T/spec.json" >"$T/gen.log" 2>&1 || t_diag_file "$T/gen.log"
+        cdi_install "$T/spec.json" gpu-hook-test.json || t_fatal "cannot install the CDI spec"
+        echo '{"log-level": "warn", "features": {"cdi": true}}' >"$T/daemon-cdi.json"
+        docker_start "$T/daemon-cdi.json" || { echo "Bail out! dockerd did not start with CDI"; exit 1; }
+        drun --device nvidia.com/gpu=all
+        t_is "$RUN_RC" 0 "CDI --device nvidia.com/gpu=all: container ran" || t_diag "$RUN_STDERR"
+        t_is "$(ngpus)" 2 "CDI =all: nvidia-smi lists both GPUs"
+        t_match "$(field cuda)" '^CUDA OK: 2 device' "CDI =all: libcuda loads and sees both"
+        t_is "$(field dev)" "nvidia-modeset,nvidia-uvm,nvidia-uvm-tools,nvidia0,nvidia1,nvidiactl," "CDI =all: the spec's nodes"
+        drun --device nvidia.com/gpu=1
+        t_is "$(ngpus)" 1 "CDI --device nvidia.com/gpu=1: one GPU" || t_diag "$RUN_STDERR"
+        t_match "$(field smi)" "$UUID1" "CDI =1: GPU 1"
+        t_nomatch "$(field dev)" 'nvidia0' "CDI =1: no /dev/nvidia0"
+        drun --device "nvidia.com/gpu=$UUID0"
+        t_match "$(field smi)" "$UUID0" "CDI --device nvidia.com/gpu=UUID: the GPU with that UUID" || t_diag "$RUN_STDERR"
+        drun --device nvidia.com/gpu=7
+        t_is "$RUN_RC" 125 "CDI --device nvidia.com/gpu=7 (no such device): docker run exits 125"
+        mountinfo_unchanged "CDI: host mount table unchanged" "$T/mounts.daemon"
+        docker_stop
+else
+        t_skip "docker run --device nvidia.com/gpu=... (CDI)" "dockerd API ${api:-unknown} < 1.44 has no CDI"
+fi
 t_not "dockerd stopped by its PID" kill -0 "$(cat "$T/docker/pid" 2>/dev/null || echo 999999999)"
 mountinfo_unchanged "after dockerd stopped: host mount table as before it started" "$T/mounts.before"
 t_done
