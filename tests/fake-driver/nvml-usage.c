@@ -2,7 +2,8 @@
  *
  * The real driver knows which processes have a GPU open; the fake has no kernel side, so it looks:
  * a process "uses" GPU N when it holds any file descriptor (O_PATH counts: without a driver the node
- * cannot really be opened) on a character device with the rdev of the root's dev/nvidia<N>.  It
+ * cannot really be opened) on a character device with the rdev of the root's dev/nvidia<N> that is
+ * still linked somewhere (a removed node is a removed fake root's: a killed test's leftover).  It
  * scans procfs mounted at fake-proc/ under its root, because the driver-service child is chrooted
  * into the root and cannot see the host's /proc otherwise; the directory is empty (no processes)
  * until a test mounts procfs there.  Like any process it sees the descriptors of processes it may
@@ -114,8 +115,10 @@ static int holds(int procfd, const char *pid, dev_t rdev)
                 struct stat st;
                 if (de->d_name[0] == '.')
                         continue;
-                /* follows the magic link to the open file itself */
-                if (fstatat(dirfd(d), de->d_name, &st, 0) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == rdev)
+                /* follows the magic link to the open file itself; a node no longer linked anywhere is
+                 * another fake root's that was removed (a killed test's leftover process), not ours */
+                if (fstatat(dirfd(d), de->d_name, &st, 0) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == rdev &&
+                    st.st_nlink > 0)
                         found = 1;
         }
         closedir(d);
