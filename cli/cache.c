@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cleanup.h"
+#include "discover.h"
 #include "cli.h"
 #include "gpus.h"
 #include "rootfs.h"
@@ -38,14 +39,14 @@ static int open_driver(const struct cli_globals *g, int *rootfd)
         _cleanup_error_ gh_error_t err = NULL;
         char version[GH_VERSION_MAX];
 
-        *rootfd = gh_rootfs_open(g->root, &err);
+        *rootfd = gh_driver_root_open(g->root, &err);
         if (*rootfd < 0) {
                 fprintf(stderr, "gpu-cli: cache: %s; check --root\n", err->msg);
-                return GH_EXIT_NO_DRIVER;
+                return gh_error_exit_status(err);
         }
         if (gh_gpus_driver_version(*rootfd, version, sizeof(version), &err) < 0) {
                 fprintf(stderr, "gpu-cli: cache: %s\n", err->msg);
-                return err->code == ENOENT ? GH_EXIT_NO_DRIVER : GH_EXIT_FAILURE;
+                return gh_error_exit_status(err);
         }
         return GH_EXIT_OK;
 }

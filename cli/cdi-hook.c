@@ -103,8 +103,7 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                 }
         }
         if (optind != argc) {
-                fprintf(stderr,
-                        "gpu-cli: cdi-hook takes no positional argument ('%s'); see 'gpu-cli cdi-hook --help'\n",
+                fprintf(stderr, "gpu-cli: cdi-hook: unexpected argument '%s'; see 'gpu-cli cdi-hook --help'\n",
                         argv[optind]);
                 goto out;
         }

@@ -16,10 +16,11 @@
 #include "cdi-specs.h"
 #include "cdi.h"
 #include "cleanup.h"
+#include "discover.h"
 #include "doctor.h"
 #include "gpus.h"
 #include "cli.h"
-#include "file.h"
+#include "json.h"
 #include "log.h"
 #include "mps.h"
 #include "oci.h"
@@ -90,37 +91,6 @@ static void cdi_usage(FILE *out)
                 "  list       the devices of every CDI spec, who wrote it, whether it is stale ('cdi list --help')\n");
 }
 
-int cli_cdi_read(const char *path, json_t **out, gh_error_t *err) { return gh_cdi_spec_read(path, out, err); }
-
-/* A runtime reading the directory sees the old spec or the new one, never half of one (the
- * temporary name starts with a dot and has no .json: no CDI reader picks it up); synced, since a
- * spec in /etc/cdi outlives a reboot; the directory made if missing. */
-static int write_spec_text(const char *path, const char *text, struct stat *st, gh_error_t *err)
-{
-        return gh_write_file_at(AT_FDCWD, path, text, strlen(text), 0644,
-                                GH_WRITE_ATOMIC | GH_WRITE_SYNC | GH_WRITE_MKDIR_0755, st, err);
-}
-
-static char *spec_text(json_t *spec)
-{
-        char *text = json_dumps(spec, JSON_INDENT(2)), *grown;
-
-        if (text == NULL || (grown = realloc(text, strlen(text) + 2)) == NULL) {
-                free(text);
-                return NULL;
-        }
-        return strcat(grown, "\n");
-}
-
-int cli_cdi_write(json_t *spec, const char *path, struct stat *st, gh_error_t *err)
-{
-        _cleanup_free_ char *text = spec_text(spec);
-
-        if (text == NULL)
-                return gh_err(err, ENOMEM, "writing %s", path);
-        return write_spec_text(path, text, st, err);
-}
-
 int cli_self_path(char *buf, size_t size)
 {
         ssize_t n = readlink("/proc/self/exe", buf, size - 1);
@@ -169,7 +139,7 @@ static const char *driver_version_of(const struct cli_globals *g)
 {
         static char version[GH_VERSION_MAX];
         _cleanup_error_ gh_error_t err = NULL;
-        _cleanup_close_ int rootfd = gh_rootfs_open(g->root, &err);
+        _cleanup_close_ int rootfd = gh_driver_root_open(g->root, &err);
 
         if (rootfd < 0 || gh_gpus_driver_version(rootfd, version, sizeof(version), &err) < 0)
                 snprintf(version, sizeof(version), "unknown");
@@ -303,7 +273,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
                 }
         }
         if (optind != argc) {
-                fprintf(stderr, "gpu-cli: cdi generate takes no argument ('%s'); see 'gpu-cli cdi generate --help'\n",
+                fprintf(stderr, "gpu-cli: cdi generate: unexpected argument '%s'; see 'gpu-cli cdi generate --help'\n",
                         argv[optind]);
                 return GH_EXIT_USAGE;
         }
@@ -328,10 +298,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
                 }
                 o.hook_path = self;
         }
-        if (output == NULL && o.mps_group != NULL) {
-                if (asprintf(&output, CLI_CDI_MPS_SPEC_FMT, o.vendor, o.class_, o.mps_group) < 0)
-                        return GH_EXIT_FAILURE;
-        } else if (output == NULL && asprintf(&output, "/etc/cdi/%s-%s.json", o.vendor, o.class_) < 0)
+        if (output == NULL && (output = gh_cdi_default_path(o.vendor, o.class_, o.mps_group)) == NULL)
                 return GH_EXIT_FAILURE;
 
         if (refresh && strcmp(output, "-") != 0 && wait_ready(g, wait_s, output) < 0)
@@ -341,7 +308,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
                 return gh_error_exit_status(err);
         }
         if (check != NULL) {
-                if (cli_cdi_read(check, &old, &err) < 0) {
+                if (gh_cdi_spec_read(check, &old, &err) < 0) {
                         fprintf(stderr, "gpu-cli: cdi generate --check: %s\n", err->msg);
                         return GH_EXIT_FAILURE;
                 }
@@ -356,12 +323,12 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
         }
         if (refresh && strcmp(output, "-") != 0 && access(output, F_OK) == 0) {
                 _cleanup_error_ gh_error_t rerr = NULL;
-                if (cli_cdi_read(output, &old, &rerr) == 0 && gh_cdi_same(spec, old, &why)) {
+                if (gh_cdi_spec_read(output, &old, &rerr) == 0 && gh_cdi_same(spec, old, &why)) {
                         printf("%s is current (driver %s)\n", output, driver_version_of(g));
                         return GH_EXIT_OK;
                 }
         }
-        text = spec_text(spec);
+        text = gh_cdi_text(spec);
         if (text == NULL) {
                 fprintf(stderr, "gpu-cli: cdi generate: out of memory\n");
                 return GH_EXIT_FAILURE;
@@ -373,7 +340,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
                 }
                 return GH_EXIT_OK;
         }
-        if (write_spec_text(output, text, NULL, &err) < 0) {
+        if (gh_cdi_write(spec, output, NULL, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi generate: %s\n", err->msg);
                 return GH_EXIT_FAILURE;
         }
@@ -479,7 +446,6 @@ static int cdi_list(int argc, char **argv, const struct cli_globals *g)
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        static const char *const default_dirs[] = { "/etc/cdi", "/var/run/cdi", NULL };
         _cleanup_error_ gh_error_t err = NULL;
         _cleanup_free_ const char **dirs = calloc((size_t) argc + 1, sizeof(*dirs));
         struct gh_cdi_set set;
@@ -501,10 +467,10 @@ static int cdi_list(int argc, char **argv, const struct cli_globals *g)
         }
         {
                 _cleanup_error_ gh_error_t verr = NULL;
-                _cleanup_close_ int rootfd = gh_rootfs_open(g->root, &verr);
+                _cleanup_close_ int rootfd = gh_driver_root_open(g->root, &verr);
                 have_version = rootfd >= 0 && gh_gpus_driver_version(rootfd, version, sizeof(version), &verr) == 0;
         }
-        if (gh_cdi_set_load(ndirs ? dirs : default_dirs, optind < argc ? (const char *const *) argv + optind : NULL,
+        if (gh_cdi_set_load(ndirs ? dirs : gh_cdi_spec_dirs, optind < argc ? (const char *const *) argv + optind : NULL,
                             have_version ? version : NULL, &set, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi list: %s\n", err->msg);
                 return GH_EXIT_FAILURE;
@@ -514,7 +480,7 @@ static int cdi_list(int argc, char **argv, const struct cli_globals *g)
                 if (set.specs[i].error)
                         r = GH_EXIT_FAILURE;
         if (json) {
-                if (cli_print_json(list_json(&set)) < 0)
+                if (gh_json_print(list_json(&set)) < 0)
                         r = GH_EXIT_FAILURE;
         } else if (quiet) {
                 for (size_t i = 0; i < set.ndevices; i++)

@@ -10,15 +10,10 @@
 
 /* Global options, parsed by main.c before the subcommand. */
 struct cli_globals {
-        const char *root;    /* --root: driver root, default "/" */
-        const char *ldcache; /* --ldcache: default "/etc/ld.so.cache" under root */
-        const char *user;    /* --user=UID[:GID]: identity of the driver service, default overflow uid */
-        uid_t uid;           /* --user, parsed once by main.c; (uid_t) -1 when not given */
-        gid_t gid;
-        const char *debug;      /* --debug=FILE */
-        bool load_kmods;        /* --load-kmods */
-        bool no_pivot;          /* --no-pivot (accepted for compatibility) */
-        bool json_log;          /* --log-format=json */
+        const char *root;       /* --root: driver root, default "/" */
+        const char *ldcache;    /* --ldcache: default "/etc/ld.so.cache" under root */
+        uid_t uid;              /* --user=UID[:GID], parsed once by main.c: the driver service's */
+        gid_t gid;              /* identity; (uid_t) -1 when not given (the overflow uid) */
         const char *state_file; /* --state-file (driver-state cache); NULL with --no-cache or another --root */
         long long started_us;   /* CLOCK_MONOTONIC when main() began: what exec and loading took is seen from outside */
 };
@@ -48,17 +43,7 @@ struct gh_plan;
 typedef struct json_t json_t;
 #define CLI_PLAN_ALL 0x7fu
 json_t *cli_plan_json(const struct gh_plan *plan, const char *root, unsigned sections);
-/* Prints the document (indented) on stdout and frees it; -1 when it could not be written. */
-int cli_print_json(json_t *doc);
 
-/* CDI specs (cdi.c).  cli_cdi_read: a JSON file with "kind" and "devices"; cli_cdi_write: the spec
- * written atomically, mode 0644, its directory made if missing (*st, may be NULL: the file written).
- * An MPS group's spec goes by default to CLI_CDI_MPS_SPEC_FMT (vendor, class, group): groups do not
- * outlive a reboot, neither does /var/run. */
-struct stat;
-#define CLI_CDI_MPS_SPEC_FMT "/var/run/cdi/%s-%s-mps-%s.json"
-int cli_cdi_read(const char *path, json_t **out, gh_error_t *err);
-int cli_cdi_write(json_t *spec, const char *path, struct stat *st, gh_error_t *err);
 /* The running program's path (/proc/self/exe); -1 with errno. */
 int cli_self_path(char *buf, size_t size);
 

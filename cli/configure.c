@@ -13,8 +13,11 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "configure.h"
+#include "discover.h"
+#include "json.h"
 #include "log.h"
 #include "plan.h"
+#include "proc.h"
 #include "request.h"
 #include "rootfs.h"
 
@@ -61,25 +64,13 @@ struct configure_args {
 
 enum { OPT_DRY_RUN = 0x100, OPT_TIMINGS_FD };
 
-static int parse_pid(const char *s, pid_t *pid)
-{
-        char *end;
-        long v;
-        errno = 0;
-        v = strtol(s, &end, 10);
-        if (errno || *end || end == s || v <= 0 || v > 4194304)
-                return -1;
-        *pid = (pid_t) v;
-        return 0;
-}
-
 static int configure_option(int c, const char *arg, struct gh_request *req, void *data, gh_error_t *err)
 {
         struct configure_args *a = data;
 
         switch (c) {
         case 'p':
-                if (parse_pid(arg, &a->pid) < 0)
+                if (gh_parse_pid(arg, &a->pid) < 0)
                         return gh_err(err, 0, "invalid --pid '%s': pass the host pid of the container's process", arg);
                 return 0;
         case 'l': return gh_request_option(req, GH_REQUEST_OPT_LDCONFIG, arg, err);
@@ -140,7 +131,7 @@ static int dry_run(const struct cli_globals *g, const struct gh_request *req, co
                 fprintf(stderr, "gpu-cli: configure: %s\n", err->msg);
                 return gh_error_exit_status(err);
         }
-        r = cli_print_json(cli_plan_json(&plan, g->root, CLI_PLAN_ALL));
+        r = gh_json_print(cli_plan_json(&plan, g->root, CLI_PLAN_ALL));
         gh_plan_free(&plan);
         if (r < 0) {
                 fprintf(stderr, "gpu-cli: configure: writing the plan: %m\n");
@@ -178,18 +169,19 @@ int cmd_configure(int argc, char **argv, const struct cli_globals *g)
         }
         if (first != argc - 1) {
                 fprintf(stderr,
-                        "gpu-cli: configure needs exactly one ROOTFS argument; see 'gpu-cli configure --help'\n");
+                        "gpu-cli: configure: give exactly one ROOTFS argument; see 'gpu-cli configure --help'\n");
                 return GH_EXIT_USAGE;
         }
         o.rootfs = argv[first];
         if (o.rootfs[0] != '/' || strcmp(o.rootfs, "/") == 0) {
-                fprintf(stderr, "gpu-cli: ROOTFS '%s' must be an absolute path other than /\n", o.rootfs);
+                fprintf(stderr, "gpu-cli: configure: ROOTFS '%s' must be an absolute path other than /\n", o.rootfs);
                 return GH_EXIT_USAGE;
         }
         if (a.dry_run)
                 return dry_run(g, &req, o.rootfs);
         if (a.pid == 0) {
-                fprintf(stderr, "gpu-cli: configure needs --pid=PID (the host pid of the container's process)\n");
+                fprintf(stderr,
+                        "gpu-cli: configure: --pid=PID is required (the host pid of the container's process)\n");
                 return GH_EXIT_USAGE;
         }
         o.pid = a.pid;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,9 @@
 #include "container.h"
 #include "doctor.h"
 #include "hookconfig.h"
+#include "json.h"
 #include "oci.h"
+#include "proc.h"
 #include "service.h"
 
 #define MAX_DIRS 16
@@ -62,32 +65,62 @@ static int add_dir(const char **dirs, size_t *n, const char *arg, const char *op
         return 0;
 }
 
+/* A check's fix as the user runs it: the library names the command (gh_fix_command), gpu-cli
+ * writes it in its own syntax, then the check's own words.  NULL when there is no fix. */
+static char *fix_text(const struct gh_check *c)
+{
+        const struct gh_mps_group *g = c->mps;
+        char dir[PATH_MAX + 16] = "", limits[64] = "", *cmd = NULL, *out = NULL;
+        int r = 0;
+
+        if (c->command == GH_FIX_TEXT || g == NULL)
+                return c->fix ? strdup(c->fix) : NULL;
+        if (c->mps_dir != NULL)
+                snprintf(dir, sizeof(dir), " --mps-dir=%s", c->mps_dir);
+        if (c->command == GH_FIX_MPS_START) {
+                r = asprintf(&cmd, "gpu-cli mps%s start %s --device=ID (or pass doctor --mps-dir)", dir, g->name);
+        } else {
+                if (g->threads)
+                        snprintf(limits, sizeof(limits), " --threads=%d", g->threads);
+                if (g->memory_mib)
+                        snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits), " --memory=%lluM",
+                                 g->memory_mib);
+                r = asprintf(&cmd, "gpu-cli mps%s stop %s && gpu-cli mps%s start %s --device=%s%s", dir, g->name, dir,
+                             g->name, g->gpu_uuid, limits);
+        }
+        if (r < 0)
+                return NULL;
+        if (c->fix == NULL)
+                return cmd;
+        r = asprintf(&out, "%s, %s", cmd, c->fix);
+        free(cmd);
+        return r < 0 ? NULL : out;
+}
+
 static void print_text(const struct gh_doctor *d)
 {
         for (size_t i = 0; i < d->n; i++) {
                 const struct gh_check *c = &d->checks[i];
+                _cleanup_free_ char *fix = fix_text(c);
                 printf("%-5s %-16s %s\n", gh_check_status_name(c->status), c->name, c->evidence ? c->evidence : "");
                 if (c->cause)
                         printf("      cause: %s\n", c->cause);
-                if (c->fix)
-                        printf("      fix:   %s\n", c->fix);
+                if (fix)
+                        printf("      fix:   %s\n", fix);
         }
 }
-
-static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
 
 static int print_json(const struct gh_doctor *d, pid_t pid, const char *id)
 {
         _cleanup_json_ json_t *root = json_object();
         json_t *checks = json_array(), *target;
-        _cleanup_free_ char *text = NULL;
 
         if (root == NULL || checks == NULL)
                 return -1;
         if (pid > 0) {
                 target = json_object();
                 json_object_set_new(target, "pid", json_integer(pid));
-                json_object_set_new(target, "container", str_or_null(id));
+                json_object_set_new(target, "container", gh_json_string_or_null(id));
         } else {
                 target = json_string("host");
         }
@@ -96,18 +129,15 @@ static int print_json(const struct gh_doctor *d, pid_t pid, const char *id)
                 json_t *o = json_object();
                 json_object_set_new(o, "name", json_string(d->checks[i].name));
                 json_object_set_new(o, "status", json_string(gh_check_status_name(d->checks[i].status)));
-                json_object_set_new(o, "evidence", str_or_null(d->checks[i].evidence));
-                json_object_set_new(o, "cause", str_or_null(d->checks[i].cause));
-                json_object_set_new(o, "fix", str_or_null(d->checks[i].fix));
+                json_object_set_new(o, "evidence", gh_json_string_or_null(d->checks[i].evidence));
+                json_object_set_new(o, "cause", gh_json_string_or_null(d->checks[i].cause));
+                _cleanup_free_ char *fix = fix_text(&d->checks[i]);
+                json_object_set_new(o, "fix", gh_json_string_or_null(fix));
                 json_array_append_new(checks, o);
         }
         json_object_set_new(root, "checks", checks);
         json_object_set_new(root, "failed", json_boolean(gh_doctor_worst(d) == GH_CHECK_FAIL));
-        text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        if (text == NULL)
-                return -1;
-        puts(text);
-        return 0;
+        return gh_json_print(steal_pointer(&root));
 }
 
 int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
@@ -129,7 +159,7 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
         };
         const char *hooks[MAX_DIRS + 1] = { NULL }, *cdi[MAX_DIRS + 1] = { NULL }, *state[MAX_DIRS + 1] = { NULL };
         size_t nhooks = 0, ncdi = 0, nstate = 0;
-        struct gh_doctor_opts o = { .root = g->root, .ldcache = g->ldcache, .uid = (uid_t) -1, .gid = (gid_t) -1 };
+        struct gh_doctor_opts o = { .root = g->root, .ldcache = g->ldcache, .uid = g->uid, .gid = g->gid };
         struct gh_container_ref ref = { 0 };
         _cleanup_error_ gh_error_t err = NULL;
         const char *config = GPUHOOK_DEFAULT_CONFIG, *id = NULL;
@@ -140,17 +170,13 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
         int c;
 
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-                char *end;
-                long v;
                 switch (c) {
                 case 'j': json = true; break;
                 case 'p':
-                        v = strtol(optarg, &end, 10);
-                        if (*optarg == '\0' || *end != '\0' || v < 1 || v > (1L << 22)) {
+                        if (gh_parse_pid(optarg, &pid) < 0) {
                                 fprintf(stderr, "gpu-cli: doctor: --pid '%s' is not a process id\n", optarg);
                                 return GH_EXIT_USAGE;
                         }
-                        pid = (pid_t) v;
                         break;
                 case 'c': id = optarg; break;
                 case 'S':
@@ -200,10 +226,6 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
         if (optind < argc || (pid > 0 && id != NULL)) {
                 fprintf(stderr, "gpu-cli: doctor: %s; see 'gpu-cli doctor --help'\n",
                         optind < argc ? "unexpected argument" : "give --pid or --container, not both");
-                return GH_EXIT_USAGE;
-        }
-        if (g->user != NULL && gh_service_parse_user(g->user, &o.uid, &o.gid, &err) < 0) {
-                fprintf(stderr, "gpu-cli: %s\n", err->msg);
                 return GH_EXIT_USAGE;
         }
         if (gh_config_init(&cfg, &err) < 0 || gh_config_load(&cfg, config, &err) < 0) {

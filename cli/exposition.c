@@ -85,14 +85,14 @@ static const struct {
         { "mps-stopped", GH_OWNER_MPS_STOPPED },
 };
 
-static uint64_t unowned_part(const struct cli_unowned *u, enum gh_owner_kind kind)
+static uint64_t unowned_part(const struct gh_unowned *u, enum gh_owner_kind kind)
 {
         return kind == GH_OWNER_CONTAINER_GONE ? u->container_gone
                : kind == GH_OWNER_MPS_STOPPED  ? u->mps_stopped
                                                : u->host;
 }
 
-static void write_gpuhook(const struct gh_gpu_list *list, const struct cli_container_sum *sums, size_t n, FILE *f)
+static void write_gpuhook(const struct gh_gpu_list *list, const struct gh_container_sum *sums, size_t n, FILE *f)
 {
         static const struct {
                 const char *name, *help;
@@ -152,7 +152,7 @@ static void write_gpuhook(const struct gh_gpu_list *list, const struct cli_conta
         for (size_t m = 0; m < GH_ARRAY_SIZE(per_container); m++) {
                 header(f, per_container[m].name, per_container[m].help);
                 for (size_t k = 0; k < n; k++) {
-                        const struct cli_container_sum *s = &sums[k];
+                        const struct gh_container_sum *s = &sums[k];
                         const struct gh_proc_owner *o = s->owner;
                         if ((m == 0 && !s->memory_known) || (m == 1 && s->util < 0))
                                 continue;
@@ -171,8 +171,8 @@ static void write_gpuhook(const struct gh_gpu_list *list, const struct cli_conta
                "GPU memory of processes no running container owns: host processes, leftovers of containers whose "
                "init is gone, MPS servers of stopped groups.");
         for (size_t g = 0; g < list->n; g++) {
-                struct cli_unowned u;
-                cli_unowned_of(&list->gpus[g], &u);
+                struct gh_unowned u;
+                gh_usage_unowned(&list->gpus[g], &u);
                 for (size_t i = 0; u.known && i < GH_ARRAY_SIZE(unowned_kinds); i++) {
                         fprintf(f, "gpuhook_gpu_memory_unowned_bytes{gpu=\"%u\"", list->gpus[g].index);
                         label(f, "uuid", list->gpus[g].uuid, false);
@@ -199,7 +199,7 @@ static void dcgm_labels(FILE *f, const struct gh_gpu_list *list, const struct gh
         label(f, "DCGM_FI_DRIVER_VERSION", list->driver_version, false);
 }
 
-static void write_dcgm(const struct gh_gpu_list *list, const struct cli_container_sum *sums, size_t n,
+static void write_dcgm(const struct gh_gpu_list *list, const struct gh_container_sum *sums, size_t n,
                        const char *hostname, FILE *f)
 {
         /* in dcgm-exporter's order (its default counters), with its help texts */
@@ -273,7 +273,7 @@ static void write_dcgm(const struct gh_gpu_list *list, const struct cli_containe
         for (size_t m = 0; m < GH_ARRAY_SIZE(per_container); m++) {
                 header(f, per_container[m].name, per_container[m].help);
                 for (size_t k = 0; k < n; k++) {
-                        const struct cli_container_sum *s = &sums[k];
+                        const struct gh_container_sum *s = &sums[k];
                         if ((m == 0 && !s->memory_known) || (m == 1 && s->util < 0) || !s->owner->in_container)
                                 continue;
                         fputs(per_container[m].name, f);
@@ -291,8 +291,8 @@ static void write_dcgm(const struct gh_gpu_list *list, const struct cli_containe
                "Framebuffer memory of processes no running container owns (in MiB), by owner: host, "
                "container-gone, mps-stopped.");
         for (size_t g = 0; g < list->n; g++) {
-                struct cli_unowned u;
-                cli_unowned_of(&list->gpus[g], &u);
+                struct gh_unowned u;
+                gh_usage_unowned(&list->gpus[g], &u);
                 for (size_t i = 0; u.known && i < GH_ARRAY_SIZE(unowned_kinds); i++) {
                         fputs("gpuhook_fb_unowned", f);
                         dcgm_labels(f, list, &list->gpus[g], hostname);
@@ -305,7 +305,7 @@ static void write_dcgm(const struct gh_gpu_list *list, const struct cli_containe
 void cli_write_metrics(const struct gh_gpu_list *list, const struct cli_exposition *o, FILE *f)
 {
         size_t n = 0;
-        _cleanup_free_ struct cli_container_sum *sums = cli_container_sums(list, true, &n);
+        _cleanup_free_ struct gh_container_sum *sums = gh_usage_container_sums(list, true, &n);
 
         if (o->names != GH_METRICS_DCGM)
                 write_gpuhook(list, sums, n, f);

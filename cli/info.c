@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "discover.h"
 #include "cli.h"
 #include "gpus.h"
+#include "json.h"
 #include "rootfs.h"
 #include "service.h"
 #include "statecache.h"
@@ -133,7 +135,6 @@ static json_t *nvml_string(const struct gh_gpu_list *l, const char *s)
 static int print_json(const struct gh_gpu_list *l)
 {
         json_t *root = json_object(), *gpus = json_array();
-        char *text;
 
         json_object_set_new(root, "nvrm_version", json_string(l->driver_version));
         json_object_set_new(root, "cuda_version", l->cuda_version[0] ? json_string(l->cuda_version) : json_null());
@@ -166,13 +167,7 @@ static int print_json(const struct gh_gpu_list *l)
                 json_array_append_new(gpus, o);
         }
         json_object_set_new(root, "gpus", gpus);
-        text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        json_decref(root);
-        if (text == NULL)
-                return -1;
-        puts(text);
-        free(text);
-        return 0;
+        return gh_json_print(root);
 }
 
 int cmd_info(int argc, char **argv, const struct cli_globals *g)
@@ -227,10 +222,10 @@ int cmd_info(int argc, char **argv, const struct cli_globals *g)
         gopts.gid = g->gid;
         gopts.state_file = no_cache ? NULL : g->state_file;
         gopts.cache = &gh_statecache;
-        rootfd = gh_rootfs_open(g->root, &err);
+        rootfd = gh_driver_root_open(g->root, &err);
         if (rootfd < 0) {
                 fprintf(stderr, "gpu-cli: info: %s; check --root\n", err->msg);
-                return err->code == ENOENT || err->code == ENOTDIR ? GH_EXIT_NO_DRIVER : gh_error_exit_status(err);
+                return gh_error_exit_status(err);
         }
         /* No driver at all is its own exit status, and needs no service to find out. */
         if (gh_gpus_driver_version(rootfd, version, sizeof(version), &err) < 0) {

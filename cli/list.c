@@ -10,7 +10,9 @@
 #include "capability.h"
 #include "cleanup.h"
 #include "cli.h"
+#include "discover.h"
 #include "driver.h"
+#include "json.h"
 #include "log.h"
 #include "plan.h"
 #include "request.h"
@@ -179,7 +181,7 @@ int cmd_list(int argc, char **argv, const struct cli_globals *g)
                 return gh_error_exit_status(err);
         }
         if (o.json) {
-                r = cli_print_json(cli_plan_json(&plan, g->root, o.show)) < 0 ? GH_EXIT_FAILURE : GH_EXIT_OK;
+                r = gh_json_print(cli_plan_json(&plan, g->root, o.show)) < 0 ? GH_EXIT_FAILURE : GH_EXIT_OK;
                 gh_plan_free(&plan);
                 if (r != GH_EXIT_OK)
                         fprintf(stderr, "gpu-cli: list: writing the output: %m\n");

@@ -78,7 +78,8 @@ int main(int argc, char **argv)
                 { "no-cache", no_argument, NULL, 'N' },         { NULL, 0, NULL, 0 },
         };
         struct cli_globals g = { .root = "/", .uid = (uid_t) -1, .gid = (gid_t) -1 };
-        bool no_cache = false;
+        const char *user = NULL, *debug = NULL;
+        bool no_cache = false, json_log = false;
         int (*fn)(int, char **, const struct cli_globals *);
         struct timespec now;
         int c;
@@ -91,10 +92,10 @@ int main(int argc, char **argv)
                 switch (c) {
                 case 'r': g.root = optarg; break;
                 case 'C': g.ldcache = optarg; break;
-                case 'u': g.user = optarg; break;
-                case 'd': g.debug = optarg; break;
-                case 'k': g.load_kmods = true; break;
-                case 'n': g.no_pivot = true; break;
+                case 'u': user = optarg; break;
+                case 'd': debug = optarg; break;
+                case 'k': /* --load-kmods and --no-pivot: nvidia-container-cli's, accepted, nothing to do */
+                case 'n': break;
                 case 'S': g.state_file = optarg; break;
                 case 'N': no_cache = true; break;
                 case 'L':
@@ -102,7 +103,7 @@ int main(int argc, char **argv)
                                 fprintf(stderr, "gpu-cli: --log-format must be 'text' or 'json', not '%s'\n", optarg);
                                 return GH_EXIT_USAGE;
                         }
-                        g.json_log = strcmp(optarg, "json") == 0;
+                        json_log = strcmp(optarg, "json") == 0;
                         break;
                 case 'h': usage(stdout); return GH_EXIT_OK;
                 case 'V': printf("gpu-cli %s\n", gpuhook_version()); return GH_EXIT_OK;
@@ -127,16 +128,16 @@ int main(int argc, char **argv)
         if (no_cache)
                 g.state_file = NULL;
         /* Parsed once here, so that every command refuses a bad --user the same way. */
-        if (g.user != NULL) {
+        if (user != NULL) {
                 gh_error_t err = NULL;
-                if (gh_service_parse_user(g.user, &g.uid, &g.gid, &err) < 0) {
+                if (gh_service_parse_user(user, &g.uid, &g.gid, &err) < 0) {
                         fprintf(stderr, "gpu-cli: %s\n", err->msg);
                         gh_error_free(&err);
                         return GH_EXIT_USAGE;
                 }
         }
-        if (g.debug != NULL && gh_log_open(g.debug, g.json_log) < 0) {
-                fprintf(stderr, "gpu-cli: cannot open debug file %s: %m; pass a writable --debug path\n", g.debug);
+        if (debug != NULL && gh_log_open(debug, json_log) < 0) {
+                fprintf(stderr, "gpu-cli: cannot open debug file %s: %m; pass a writable --debug path\n", debug);
                 return GH_EXIT_USAGE;
         }
         fn = command_fn(argv[optind]);

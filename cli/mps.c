@@ -12,9 +12,13 @@
 #include "capability.h"
 #include "cdi.h"
 #include "cleanup.h"
+#include "discover.h"
 #include "cli.h"
 #include "driver.h"
 #include "gpus.h"
+#include "json.h"
+#include "mps-cdi.h"
+#include "mps-clients.h"
 #include "mps-daemon.h"
 #include "oci.h"
 #include "rootfs.h"
@@ -25,10 +29,10 @@
 static void usage(FILE *out)
 {
         fprintf(out,
-                "Usage: gpu-cli [GLOBAL OPTIONS] mps start NAME --device=ID [--threads=PERCENT] [--memory=SIZE]\n"
-                "                                          [--cdi-spec=FILE|none]\n"
-                "       gpu-cli [GLOBAL OPTIONS] mps stop NAME\n"
-                "       gpu-cli [GLOBAL OPTIONS] mps list [--json]\n"
+                "Usage: gpu-cli [GLOBAL OPTIONS] mps [--mps-dir=DIR] start NAME --device=ID [--threads=PERCENT]\n"
+                "                                          [--memory=SIZE] [--cdi-spec=FILE|none]\n"
+                "       gpu-cli [GLOBAL OPTIONS] mps [--mps-dir=DIR] stop NAME\n"
+                "       gpu-cli [GLOBAL OPTIONS] mps [--mps-dir=DIR] list [--json]\n"
                 "\n"
                 "An MPS group is one CUDA MPS control daemon, for one GPU, with its own pipe directory and its own\n"
                 "/dev/shm.  Limits are set on the daemon, so they bind every client of the group: containers join\n"
@@ -37,13 +41,13 @@ static void usage(FILE *out)
                 ",\n"
                 "or through CDI: podman run --device nvidia.com/gpu=mps-NAME (see docs/mps.md).\n"
                 "\n"
-                "  --device=ID        the GPU: index, UUID or PCI bus id\n"
+                "  -d, --device=ID    the GPU: index, UUID or PCI bus id\n"
                 "  --threads=PERCENT  set_default_active_thread_percentage (1-100)\n"
                 "  --memory=SIZE      set_default_device_pinned_mem_limit, e.g. 4G or 512M\n"
                 "  --cdi-spec=FILE    where start writes the group's CDI spec, with the one device\n"
                 "                     nvidia.com/gpu=mps-NAME (default /var/run/cdi/nvidia.com-gpu-mps-NAME.json);\n"
                 "                     none: no spec.  stop removes the spec start wrote.\n"
-                "  --dir=DIR          where groups live (default " GH_MPS_DEFAULT_DIR ")\n"
+                "  --mps-dir=DIR, --dir=DIR  where groups live (default " GH_MPS_DEFAULT_DIR ")\n"
                 "  --json             list as JSON: [{\"name\", \"gpu_uuid\", \"gpu_index\", \"compute_mode\"\n"
                 "                     (\"Default\", \"Exclusive_Process\", ... or null: unknown), \"threads\",\n"
                 "                     \"memory_mib\", \"pid\", \"alive\", \"clients\": [pid], \"dir\",\n"
@@ -59,9 +63,7 @@ static int find_control(const struct cli_globals *g, int rootfd, char **path, gh
         return gh_mps_find_control(rootfd, g->root, g->ldcache, path, err);
 }
 
-/* Writes the CDI spec of a running group (cdi generate --mps-group) to `want` (NULL: the default
- * path) and records it in the group's directory, for stop.  An existing file is replaced only when
- * it is a spec of this group (one left by a group that was not stopped): never another spec. */
+/* The group's CDI spec (lib/ops/mps-cdi.c): what `cdi generate --mps-group` writes. */
 static int write_group_spec(const struct cli_globals *g, const char *dir, const char *name, const char *want,
                             char **written, gh_error_t *err)
 {
@@ -76,11 +78,7 @@ static int write_group_spec(const struct cli_globals *g, const char *dir, const 
                 .mps_group = name,
                 .mps_dir = dir,
         };
-        _cleanup_json_ json_t *spec = NULL, *old = NULL;
-        _cleanup_free_ char *path = NULL, *device = NULL;
-        struct gh_mps_cdi rec = { 0 };
         char self[PATH_MAX];
-        struct stat st;
 
         *written = NULL;
         if (cli_self_path(self, sizeof(self)) < 0)
@@ -88,41 +86,17 @@ static int write_group_spec(const struct cli_globals *g, const char *dir, const 
         o.hook_path = self;
         if (gh_layout_named("debian", &o.layout, err) < 0)
                 return -1;
-        if (want != NULL)
-                path = strdup(want);
-        else if (asprintf(&path, CLI_CDI_MPS_SPEC_FMT, o.vendor, o.class_, name) < 0)
-                path = NULL;
-        if (path == NULL || asprintf(&device, GH_CDI_MPS_PREFIX "%s", name) < 0)
-                return gh_err(err, ENOMEM, "writing the CDI spec");
-        if (lstat(path, &st) == 0) {
-                json_t *devs;
-                if (cli_cdi_read(path, &old, err) < 0 || json_array_size(devs = json_object_get(old, "devices")) != 1 ||
-                    !json_is_string(json_object_get(json_array_get(devs, 0), "name")) ||
-                    strcmp(json_string_value(json_object_get(json_array_get(devs, 0), "name")), device) != 0) {
-                        gh_error_free(err);
-                        return gh_err(err, EEXIST,
-                                      "not replacing %s: it is not a CDI spec of MPS group '%s'; remove it or "
-                                      "give --cdi-spec=FILE",
-                                      path, name);
-                }
-        }
-        if (gh_cdi_generate(&o, &spec, err) < 0 || cli_cdi_write(spec, path, &st, err) < 0)
-                return -1;
-        snprintf(rec.path, sizeof(rec.path), "%s", path);
-        snprintf(rec.kind, sizeof(rec.kind), "%s", json_string_value(json_object_get(spec, "kind")));
-        rec.dev = st.st_dev;
-        rec.ino = st.st_ino;
-        if (gh_mps_cdi_record(dir, name, &rec, err) < 0) {
-                /* stop could not find it: it goes now */
-                unlink(path);
-                return -1;
-        }
-        *written = path;
-        path = NULL;
-        return 0;
+        return gh_mps_cdi_write(&o, want, written, err);
 }
 
-static int start(int argc, char **argv, const struct cli_globals *g, const char *dir)
+/* What the command line of `mps` says (one getopt_long table for the three commands). */
+struct mps_args {
+        const char *dir, *device, *memory, *cdi_spec;
+        int threads;
+        bool json, start_only, list_only;
+};
+
+static int start(const struct cli_globals *g, const struct mps_args *a, const char *name)
 {
         _cleanup_error_ gh_error_t err = NULL;
         _cleanup_close_ int rootfd = -1;
@@ -130,60 +104,36 @@ static int start(int argc, char **argv, const struct cli_globals *g, const char 
         _cleanup_gpu_list_ struct gh_gpu_list gpus = { 0 };
         _cleanup_select_request_ struct gh_select_request req = { 0 };
         _cleanup_selection_ struct gh_selection sel = { 0 };
-        struct gh_mps_start o = { .dir = dir };
+        struct gh_mps_start o = { .dir = a->dir, .name = name, .threads = a->threads };
         struct gh_mps_group grp;
-        const char *device = NULL, *memory = NULL, *cdi_spec = NULL;
         _cleanup_free_ char *spec_written = NULL;
-        bool want_spec = true;
-        char *end;
+        bool want_spec = a->cdi_spec == NULL || strcmp(a->cdi_spec, "none") != 0;
 
-        for (int i = 2; i < argc; i++) {
-                if (strncmp(argv[i], "--device=", 9) == 0)
-                        device = argv[i] + 9;
-                else if (strncmp(argv[i], "--threads=", 10) == 0) {
-                        long t = strtol(argv[i] + 10, &end, 10);
-                        if (*end != '\0' || end == argv[i] + 10 || t < 1 || t > 100) {
-                                fprintf(stderr, "gpu-cli mps: invalid %s: give a percentage from 1 to 100\n", argv[i]);
-                                return GH_EXIT_USAGE;
-                        }
-                        o.threads = (int) t;
-                } else if (strncmp(argv[i], "--memory=", 9) == 0)
-                        memory = argv[i] + 9;
-                else if (strncmp(argv[i], "--cdi-spec=", 11) == 0) {
-                        cdi_spec = argv[i] + 11;
-                        want_spec = strcmp(cdi_spec, "none") != 0;
-                        if (want_spec && cdi_spec[0] != '/') {
-                                fprintf(stderr,
-                                        "gpu-cli mps start: --cdi-spec '%s' must be an absolute path (or none)\n",
-                                        cdi_spec);
-                                return GH_EXIT_USAGE;
-                        }
-                } else {
-                        fprintf(stderr, "gpu-cli mps start: unknown argument '%s'; see 'gpu-cli mps --help'\n",
-                                argv[i]);
-                        return GH_EXIT_USAGE;
-                }
-        }
-        o.name = argv[1];
-        if (gh_mps_name_check(o.name, &err) < 0 || (memory && gh_mps_parse_size(memory, &o.memory_mib, &err) < 0)) {
-                fprintf(stderr, "gpu-cli mps: %s\n", err->msg);
+        if (want_spec && a->cdi_spec != NULL && a->cdi_spec[0] != '/') {
+                fprintf(stderr, "gpu-cli: mps start: --cdi-spec '%s' must be an absolute path (or none)\n",
+                        a->cdi_spec);
                 return GH_EXIT_USAGE;
         }
-        if (device == NULL) {
-                fprintf(stderr, "gpu-cli mps start: --device=ID is required (a GPU index, UUID or bus id)\n");
+        if (gh_mps_name_check(o.name, &err) < 0 ||
+            (a->memory && gh_mps_parse_size(a->memory, &o.memory_mib, &err) < 0)) {
+                fprintf(stderr, "gpu-cli: mps start: %s\n", err->msg);
+                return GH_EXIT_USAGE;
+        }
+        if (a->device == NULL) {
+                fprintf(stderr, "gpu-cli: mps start: --device=ID is required (a GPU index, UUID or bus id)\n");
                 return GH_EXIT_USAGE;
         }
         if (want_spec && gh_cdi_check_mps_name(o.name, &err) < 0) {
-                fprintf(stderr, "gpu-cli mps start: %s, or give --cdi-spec=none\n", err->msg);
+                fprintf(stderr, "gpu-cli: mps start: %s, or give --cdi-spec=none\n", err->msg);
                 return GH_EXIT_USAGE;
         }
-        rootfd = gh_rootfs_open(g->root, &err);
+        rootfd = gh_driver_root_open(g->root, &err);
         if (rootfd < 0 || gh_gpus_fast(rootfd, &gpus, &err) < 0 || find_control(g, rootfd, &control, &err) < 0)
                 goto fail;
-        if (gh_select_parse(device, &req, &err) < 0 || gh_select_resolve(&req, &gpus, &sel, &err) < 0)
+        if (gh_select_parse(a->device, &req, &err) < 0 || gh_select_resolve(&req, &gpus, &sel, &err) < 0)
                 goto fail;
         if (req.all || req.none || req.is_void || sel.ngpus != 1 || sel.nmigs != 0) {
-                fprintf(stderr, "gpu-cli mps start: --device=%s must name exactly one whole GPU\n", device);
+                fprintf(stderr, "gpu-cli: mps start: --device=%s must name exactly one whole GPU\n", a->device);
                 return GH_EXIT_USAGE;
         }
         o.control = control;
@@ -193,15 +143,32 @@ static int start(int argc, char **argv, const struct cli_globals *g, const char 
         printf("MPS group %s started on GPU %u (%s): daemon pid %d%s%s\n", grp.name, grp.gpu_index, grp.gpu_uuid,
                (int) grp.pid, o.threads ? ", threads limited" : "", o.memory_mib ? ", memory limited" : "");
         /* the group is up and usable through the annotation: a spec that cannot be written is a warning */
-        if (want_spec && write_group_spec(g, dir, grp.name, cdi_spec, &spec_written, &err) < 0)
-                fprintf(stderr, "gpu-cli mps start: warning: group %s runs, but has no CDI spec: %s\n", grp.name,
+        if (want_spec && write_group_spec(g, a->dir, grp.name, a->cdi_spec, &spec_written, &err) < 0)
+                fprintf(stderr, "gpu-cli: mps start: warning: group %s runs, but has no CDI spec: %s\n", grp.name,
                         err->msg);
         else if (want_spec)
                 printf("CDI device nvidia.com/gpu=" GH_CDI_MPS_PREFIX "%s: %s\n", grp.name, spec_written);
         return GH_EXIT_OK;
 fail:
-        fprintf(stderr, "gpu-cli mps start: %s\n", err->msg);
+        fprintf(stderr, "gpu-cli: mps start: %s\n", err->msg);
         return gh_error_exit_status(err);
+}
+
+static int stop(const struct cli_globals *g, const char *dir, const char *name)
+{
+        _cleanup_error_ gh_error_t err = NULL;
+        _cleanup_free_ char *control = NULL;
+        _cleanup_close_ int rootfd = gh_driver_root_open(g->root, &err);
+
+        /* without the control program the daemon is still stopped, by signal */
+        if (rootfd < 0 || find_control(g, rootfd, &control, &err) < 0)
+                gh_error_free(&err);
+        if (gh_mps_stop(dir, name, control, 0, &err) < 0) {
+                fprintf(stderr, "gpu-cli: mps stop: %s\n", err->msg);
+                return err->code == ENOENT ? GH_EXIT_USAGE : GH_EXIT_FAILURE;
+        }
+        printf("MPS group %s stopped\n", name);
+        return GH_EXIT_OK;
 }
 
 /* Client pids of a live group (none when the driver's control program is missing). */
@@ -228,30 +195,21 @@ static int compute_mode(const struct gh_gpu_list *gpus, const char *uuid)
         return -1;
 }
 
-static int list(int argc, char **argv, const struct cli_globals *g, const char *dir)
+static int list(const struct cli_globals *g, const char *dir, bool json)
 {
         _cleanup_error_ gh_error_t err = NULL;
         _cleanup_free_ struct gh_mps_group *groups = NULL;
         _cleanup_free_ char *control = NULL;
         _cleanup_close_ int rootfd = -1;
-        bool json = false;
         size_t n = 0;
         json_t *arr;
 
-        for (int i = 1; i < argc; i++) {
-                if (strcmp(argv[i], "--json") == 0)
-                        json = true;
-                else {
-                        fprintf(stderr, "gpu-cli mps list: unknown argument '%s'\n", argv[i]);
-                        return GH_EXIT_USAGE;
-                }
-        }
         if (gh_mps_list(dir, &groups, &n, &err) < 0) {
-                fprintf(stderr, "gpu-cli mps list: %s\n", err->msg);
+                fprintf(stderr, "gpu-cli: mps list: %s\n", err->msg);
                 return GH_EXIT_FAILURE;
         }
         /* clients need the control program; a missing driver only loses that column */
-        rootfd = gh_rootfs_open(g->root, &err);
+        rootfd = gh_driver_root_open(g->root, &err);
         if (rootfd < 0 || find_control(g, rootfd, &control, &err) < 0)
                 gh_error_free(&err);
         /* the compute mode needs NVML; without it the mode is unknown (said on stderr) */
@@ -259,11 +217,12 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
         struct gh_gpus_opts gopts = GH_GPUS_OPTS_DEFAULT;
         bool have_gpus = false;
         gopts.with_usage = true;
-        if (n > 0 && rootfd >= 0 &&
-            (g->user == NULL || gh_service_parse_user(g->user, &gopts.uid, &gopts.gid, &err) == 0)) {
+        gopts.uid = g->uid;
+        gopts.gid = g->gid;
+        if (n > 0 && rootfd >= 0) {
                 have_gpus = gh_gpus_load(rootfd, &gopts, &gpus, &err) == 0;
                 if (!have_gpus)
-                        fprintf(stderr, "gpu-cli mps list: compute modes unknown: %s\n", err->msg);
+                        fprintf(stderr, "gpu-cli: mps list: compute modes unknown: %s\n", err->msg);
                 gh_error_free(&err);
         }
         arr = json_array();
@@ -278,7 +237,7 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
                         spec = json_string(cdi.path);
                         dev = json_sprintf("%s=" GH_CDI_MPS_PREFIX "%s", cdi.kind, grp->name);
                 } else if (err != NULL) {
-                        fprintf(stderr, "gpu-cli mps list: %s\n", err->msg);
+                        fprintf(stderr, "gpu-cli: mps list: %s\n", err->msg);
                         gh_error_free(&err);
                 }
                 json_array_append_new(arr, json_pack("{s:s, s:s, s:i, s:o, s:i, s:I, s:i, s:b, s:o, s:s, s:o, s:o}",
@@ -292,12 +251,9 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
         }
         if (arr == NULL)
                 return GH_EXIT_FAILURE;
-        if (json) {
-                char *s = json_dumps(arr, JSON_INDENT(2));
-                if (s)
-                        puts(s);
-                free(s);
-        } else {
+        if (json)
+                return gh_json_print(arr) < 0 ? GH_EXIT_FAILURE : GH_EXIT_OK;
+        {
                 printf("%-20s %-5s %-17s %-8s %-10s %-8s %-6s %-12s %s\n", "NAME", "GPU", "MODE", "THREADS", "MEMORY",
                        "PID", "STATE", "CLIENTS", "CDI DEVICE");
                 size_t i;
@@ -328,57 +284,79 @@ static int list(int argc, char **argv, const struct cli_globals *g, const char *
 
 int cmd_mps(int argc, char **argv, const struct cli_globals *g)
 {
-        const char *dir = NULL;
-        char *args[64];
-        int n = 0;
+        enum { OPT_THREADS = 0x100, OPT_MEMORY, OPT_CDI_SPEC, OPT_JSON, OPT_MPS_DIR };
+        static const struct option opts[] = {
+                { "mps-dir", required_argument, NULL, OPT_MPS_DIR },
+                { "dir", required_argument, NULL, OPT_MPS_DIR }, /* the first name it had */
+                { "device", required_argument, NULL, 'd' },
+                { "threads", required_argument, NULL, OPT_THREADS },
+                { "memory", required_argument, NULL, OPT_MEMORY },
+                { "cdi-spec", required_argument, NULL, OPT_CDI_SPEC },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        struct mps_args a = { 0 };
+        const char *cmd, *name = NULL;
+        char *end;
+        long t;
+        int c;
 
-        /* --dir may stand anywhere after "mps" */
-        for (int i = 0; i < argc && n < 63; i++) {
-                if (strncmp(argv[i], "--dir=", 6) == 0) {
-                        dir = argv[i] + 6;
-                        if (dir[0] != '/') {
-                                fprintf(stderr, "gpu-cli mps: --dir '%s' must be an absolute path\n", dir);
+        while ((c = getopt_long(argc, argv, "d:h", opts, NULL)) != -1) {
+                switch (c) {
+                case OPT_MPS_DIR:
+                        if (optarg[0] != '/') {
+                                fprintf(stderr, "gpu-cli: mps: --mps-dir '%s' must be an absolute path\n", optarg);
                                 return GH_EXIT_USAGE;
                         }
-                } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-                        usage(stdout);
-                        return GH_EXIT_OK;
-                } else {
-                        args[n++] = argv[i];
+                        a.dir = optarg;
+                        break;
+                case 'd': a.device = optarg, a.start_only = true; break;
+                case OPT_THREADS:
+                        t = strtol(optarg, &end, 10);
+                        if (*end != '\0' || end == optarg || t < 1 || t > 100) {
+                                fprintf(stderr,
+                                        "gpu-cli: mps start: invalid --threads=%s: give a percentage from 1 to 100\n",
+                                        optarg);
+                                return GH_EXIT_USAGE;
+                        }
+                        a.threads = (int) t, a.start_only = true;
+                        break;
+                case OPT_MEMORY: a.memory = optarg, a.start_only = true; break;
+                case OPT_CDI_SPEC: a.cdi_spec = optarg, a.start_only = true; break;
+                case OPT_JSON: a.json = true, a.list_only = true; break;
+                case 'h': usage(stdout); return GH_EXIT_OK;
+                default: usage(stderr); return GH_EXIT_USAGE;
                 }
         }
-        args[n] = NULL;
-        if (n < 2) {
+        if (optind >= argc) {
                 usage(stderr);
                 return GH_EXIT_USAGE;
         }
-        if (strcmp(args[1], "list") == 0)
-                return list(n - 1, args + 1, g, dir);
-        if (strcmp(args[1], "start") == 0 || strcmp(args[1], "stop") == 0) {
-                if (n < 3) {
-                        fprintf(stderr, "gpu-cli mps %s: name the group: gpu-cli mps %s NAME\n", args[1], args[1]);
-                        return GH_EXIT_USAGE;
-                }
-                if (strcmp(args[1], "start") == 0)
-                        return start(n - 1, args + 1, g, dir);
-                if (n > 3) {
-                        fprintf(stderr, "gpu-cli mps stop: unexpected argument '%s'\n", args[3]);
-                        return GH_EXIT_USAGE;
-                }
-                _cleanup_error_ gh_error_t err = NULL;
-                _cleanup_free_ char *control = NULL;
-                _cleanup_close_ int rootfd = gh_rootfs_open(g->root, &err);
-                if (rootfd < 0 || find_control(g, rootfd, &control, &err) < 0) {
-                        /* without the client the daemon is still stopped, by signal */
-                        gh_error_free(&err);
-                }
-                if (gh_mps_stop(dir, args[2], control, 0, &err) < 0) {
-                        fprintf(stderr, "gpu-cli mps stop: %s\n", err->msg);
-                        return err->code == ENOENT ? GH_EXIT_USAGE : GH_EXIT_FAILURE;
-                }
-                printf("MPS group %s stopped\n", args[2]);
-                return GH_EXIT_OK;
+        cmd = argv[optind++];
+        if (strcmp(cmd, "start") != 0 && strcmp(cmd, "stop") != 0 && strcmp(cmd, "list") != 0) {
+                fprintf(stderr, "gpu-cli: mps: unknown command '%s'; use start, stop or list\n", cmd);
+                return GH_EXIT_USAGE;
         }
-        fprintf(stderr, "gpu-cli mps: unknown command '%s'; use start, stop or list\n", args[1]);
-        return GH_EXIT_USAGE;
+        if ((a.start_only && strcmp(cmd, "start") != 0) || (a.list_only && strcmp(cmd, "list") != 0)) {
+                fprintf(stderr, "gpu-cli: mps %s: %s is an option of mps %s; see 'gpu-cli mps --help'\n", cmd,
+                        a.list_only ? "--json" : "--device, --threads, --memory or --cdi-spec",
+                        a.list_only ? "list" : "start");
+                return GH_EXIT_USAGE;
+        }
+        if (strcmp(cmd, "list") != 0) {
+                if (optind >= argc) {
+                        fprintf(stderr, "gpu-cli: mps %s: name the group: gpu-cli mps %s NAME\n", cmd, cmd);
+                        return GH_EXIT_USAGE;
+                }
+                name = argv[optind++];
+        }
+        if (optind < argc) {
+                fprintf(stderr, "gpu-cli: mps %s: unexpected argument '%s'; see 'gpu-cli mps --help'\n", cmd,
+                        argv[optind]);
+                return GH_EXIT_USAGE;
+        }
+        if (strcmp(cmd, "list") == 0)
+                return list(g, a.dir, a.json);
+        return strcmp(cmd, "start") == 0 ? start(g, &a, name) : stop(g, a.dir, name);
 }

@@ -136,13 +136,3 @@ json_t *cli_plan_json(const struct gh_plan *plan, const char *root, unsigned sec
         free(prefix);
         return doc;
 }
-
-int cli_print_json(json_t *doc)
-{
-        char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-        int r = text && puts(text) >= 0 && fflush(stdout) == 0 ? 0 : -1;
-
-        free(text);
-        json_decref(doc);
-        return r;
-}

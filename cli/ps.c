@@ -8,9 +8,11 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "attribute.h"
 #include "container.h"
-#include "mps-daemon.h"
-#include "mps.h"
+#include "discover.h"
+#include "json.h"
+#include "mps-clients.h"
 #include "oci.h"
 #include "rootfs.h"
 #include "snapshot.h"
@@ -58,82 +60,32 @@ static void ps_usage(FILE *out)
 
 /* ---- MPS groups: their clients, attributed to containers like GPU processes ---- */
 
-struct mps_client {
-        pid_t pid;
-        struct gh_proc_owner owner;
-};
-
-struct mps_row {
-        struct gh_mps_group group;
-        struct mps_client *clients;
-        size_t n;
-};
-
-static void mps_rows_free(struct mps_row *rows, size_t n)
+/* Every group with its clients, attributed like GPU processes (lib/ops/mps-clients.c).  Groups
+ * that cannot be read are left out; a missing driver control program leaves every client list
+ * empty (said on stderr). */
+static int mps_load(const struct cli_globals *g, const struct cli_usage_opts *uo, struct gh_mps_usage **out,
+                    size_t *nout)
 {
-        for (size_t i = 0; rows && i < n; i++)
-                free(rows[i].clients);
-        free(rows);
-}
-
-/* Every group with its clients.  Groups that cannot be read are left out; a missing driver
- * control program leaves every client list empty (said on stderr). */
-static int mps_load(const struct cli_globals *g, const struct cli_usage_opts *uo, struct mps_row **out, size_t *nout)
-{
-        _cleanup_free_ struct gh_mps_group *groups = NULL;
         _cleanup_free_ char *control = NULL;
         _cleanup_error_ gh_error_t err = NULL;
         _cleanup_close_ int rootfd = -1;
         struct gh_attribution a;
-        struct mps_row *rows;
-        size_t n = 0;
 
-        *out = NULL;
-        *nout = 0;
         cli_attribution(uo, &a);
-        if (gh_mps_list(a.mps_dir, &groups, &n, &err) < 0) {
-                fprintf(stderr, "gpu-cli: ps: MPS groups: %s\n", err->msg);
-                return 0;
-        }
-        if (n == 0)
-                return 0;
-        rows = calloc(n, sizeof(*rows));
-        if (rows == NULL)
-                return -1;
-        rootfd = gh_rootfs_open(g->root, &err);
+        rootfd = gh_driver_root_open(g->root, &err);
         if (rootfd < 0 || gh_mps_find_control(rootfd, g->root, g->ldcache, &control, &err) < 0) {
                 fprintf(stderr, "gpu-cli: ps: MPS clients not listed: %s\n", err->msg);
                 gh_error_free(&err);
         }
-        for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ pid_t *pids = NULL;
-                _cleanup_error_ gh_error_t e = NULL;
-                size_t np = 0;
-                rows[i].group = groups[i];
-                if (!groups[i].alive || control == NULL ||
-                    gh_mps_clients(a.mps_dir, groups[i].name, control, &pids, &np, &e) < 0 || np == 0)
-                        continue;
-                rows[i].clients = calloc(np, sizeof(struct mps_client));
-                if (rows[i].clients == NULL) {
-                        mps_rows_free(rows, n);
-                        return -1;
-                }
-                for (size_t k = 0; k < np; k++) {
-                        struct mps_client *c = &rows[i].clients[rows[i].n];
-                        c->pid = pids[k];
-                        if (gh_attribute_pid(pids[k], &a, &c->owner) < 0)
-                                continue; /* gone meanwhile */
-                        rows[i].n++;
-                }
+        if (gh_mps_usage_load(&a, control, out, nout, &err) < 0) {
+                fprintf(stderr, "gpu-cli: ps: MPS groups: %s\n", err->msg);
+                return err->code == ENOMEM ? -1 : 0;
         }
-        *out = rows;
-        *nout = n;
         return 0;
 }
 
-static json_t *string_or_null(const char *s) { return s[0] ? json_string(s) : json_null(); }
-
-static json_t *int_or_null(long long v, bool known) { return known ? json_integer(v) : json_null(); }
+/* null for "" (a pod field the annotations did not give) */
+static json_t *text_or_null(const char *s) { return gh_json_string_or_null(s[0] ? s : NULL); }
 
 /* null for a host process, else CONTAINER of the schema */
 static json_t *container_json(const struct gh_proc_owner *w)
@@ -148,16 +100,16 @@ static json_t *container_json(const struct gh_proc_owner *w)
         json_object_set_new(c, "running", w->state_known ? json_boolean(w->kind == GH_OWNER_CONTAINER) : json_null());
         if (w->pod.name[0] || w->pod.container[0]) {
                 pod = json_object();
-                json_object_set_new(pod, "name", string_or_null(w->pod.name));
-                json_object_set_new(pod, "namespace", string_or_null(w->pod.namespace_));
-                json_object_set_new(pod, "container", string_or_null(w->pod.container));
-                json_object_set_new(pod, "uid", string_or_null(w->pod.uid));
+                json_object_set_new(pod, "name", text_or_null(w->pod.name));
+                json_object_set_new(pod, "namespace", text_or_null(w->pod.namespace_));
+                json_object_set_new(pod, "container", text_or_null(w->pod.container));
+                json_object_set_new(pod, "uid", text_or_null(w->pod.uid));
         }
         json_object_set_new(c, "pod", pod);
         return c;
 }
 
-static json_t *mps_json(const struct mps_row *rows, size_t n)
+static json_t *mps_json(const struct gh_mps_usage *rows, size_t n)
 {
         json_t *arr = json_array();
 
@@ -173,7 +125,7 @@ static json_t *mps_json(const struct mps_row *rows, size_t n)
                         json_t *co = json_object();
                         json_object_set_new(co, "pid", json_integer(rows[i].clients[k].pid));
                         json_object_set_new(co, "container", container_json(w));
-                        json_object_set_new(co, "container_pid", int_or_null(w->ns_pid, w->in_container));
+                        json_object_set_new(co, "container_pid", gh_json_int_or_null(w->ns_pid, w->in_container));
                         json_object_set_new(co, "command", json_string(w->comm));
                         json_array_append_new(clients, co);
                 }
@@ -183,7 +135,7 @@ static json_t *mps_json(const struct mps_row *rows, size_t n)
         return arr;
 }
 
-static void mps_table(const struct mps_row *rows, size_t n, bool no_trunc, FILE *out)
+static void mps_table(const struct gh_mps_usage *rows, size_t n, bool no_trunc, FILE *out)
 {
         if (n == 0)
                 return;
@@ -208,10 +160,10 @@ static void mps_table(const struct mps_row *rows, size_t n, bool no_trunc, FILE 
 
 static json_t *unowned_json(const struct gh_gpu *gpu)
 {
-        struct cli_unowned u;
+        struct gh_unowned u;
         json_t *o = json_object();
 
-        cli_unowned_of(gpu, &u);
+        gh_usage_unowned(gpu, &u);
         json_object_set_new(o, "bytes", json_integer((json_int_t) (u.host + u.container_gone + u.mps_stopped)));
         json_object_set_new(o, "host_bytes", json_integer((json_int_t) u.host));
         json_object_set_new(o, "container_gone_bytes", json_integer((json_int_t) u.container_gone));
@@ -221,11 +173,10 @@ static json_t *unowned_json(const struct gh_gpu *gpu)
         return o;
 }
 
-static int print_json(const struct gh_gpu_list *list, const struct mps_row *mps, size_t nmps)
+static int print_json(const struct gh_gpu_list *list, const struct gh_mps_usage *mps, size_t nmps)
 {
         _cleanup_json_ json_t *root = json_object();
         json_t *gpus = json_array();
-        _cleanup_free_ char *text = NULL;
 
         if (root == NULL || gpus == NULL)
                 return -1;
@@ -238,32 +189,34 @@ static int print_json(const struct gh_gpu_list *list, const struct mps_row *mps,
                 json_object_set_new(o, "index", json_integer(gpu->index));
                 json_object_set_new(o, "uuid", json_string(gpu->uuid));
                 json_object_set_new(o, "model", json_string(gpu->model));
-                json_object_set_new(o, "utilization_gpu", int_or_null(u->gpu_util, u->gpu_util >= 0));
-                json_object_set_new(o, "utilization_memory", int_or_null(u->mem_util, u->mem_util >= 0));
+                json_object_set_new(o, "utilization_gpu", gh_json_int_or_null(u->gpu_util, u->gpu_util >= 0));
+                json_object_set_new(o, "utilization_memory", gh_json_int_or_null(u->mem_util, u->mem_util >= 0));
                 json_object_set_new(o, "memory_used_bytes",
-                                    int_or_null((long long) u->mem_used, u->mem_used != GH_UNKNOWN_U64));
+                                    gh_json_int_or_null((long long) u->mem_used, u->mem_used != GH_UNKNOWN_U64));
                 json_object_set_new(o, "memory_total_bytes",
-                                    int_or_null((long long) u->mem_total, u->mem_total != GH_UNKNOWN_U64));
+                                    gh_json_int_or_null((long long) u->mem_total, u->mem_total != GH_UNKNOWN_U64));
                 json_object_set_new(o, "memory_free_bytes",
-                                    int_or_null((long long) u->mem_free, u->mem_free != GH_UNKNOWN_U64));
-                json_object_set_new(o, "temperature_c", int_or_null(u->temperature_c, u->temperature_c >= 0));
-                json_object_set_new(o, "power_mw", int_or_null(u->power_mw, u->power_mw >= 0));
-                json_object_set_new(o, "sm_clock_mhz", int_or_null(u->sm_clock_mhz, u->sm_clock_mhz >= 0));
-                json_object_set_new(o, "mem_clock_mhz", int_or_null(u->mem_clock_mhz, u->mem_clock_mhz >= 0));
+                                    gh_json_int_or_null((long long) u->mem_free, u->mem_free != GH_UNKNOWN_U64));
+                json_object_set_new(o, "temperature_c", gh_json_int_or_null(u->temperature_c, u->temperature_c >= 0));
+                json_object_set_new(o, "power_mw", gh_json_int_or_null(u->power_mw, u->power_mw >= 0));
+                json_object_set_new(o, "sm_clock_mhz", gh_json_int_or_null(u->sm_clock_mhz, u->sm_clock_mhz >= 0));
+                json_object_set_new(o, "mem_clock_mhz", gh_json_int_or_null(u->mem_clock_mhz, u->mem_clock_mhz >= 0));
                 json_object_set_new(o, "unowned", unowned_json(gpu));
                 for (size_t i = 0; i < u->nprocs; i++) {
                         const struct gh_gpu_proc *p = &u->procs[i];
                         json_t *po = json_object();
                         json_object_set_new(po, "pid", json_integer(p->pid));
                         json_object_set_new(po, "owner", json_string(gh_owner_kind_name(p->owner.kind)));
-                        json_object_set_new(po, "mps_group", string_or_null(p->owner.mps_group));
+                        json_object_set_new(po, "mps_group", text_or_null(p->owner.mps_group));
                         json_object_set_new(po, "container", container_json(&p->owner));
-                        json_object_set_new(po, "container_pid", int_or_null(p->owner.ns_pid, p->owner.in_container));
+                        json_object_set_new(po, "container_pid",
+                                            gh_json_int_or_null(p->owner.ns_pid, p->owner.in_container));
                         json_object_set_new(po, "type", json_string(cli_proc_type(p)));
-                        json_object_set_new(po, "used_memory_bytes",
-                                            int_or_null((long long) p->used_memory, p->used_memory != GH_UNKNOWN_U64));
-                        json_object_set_new(po, "sm_util", int_or_null(p->sm_util, p->sm_util >= 0));
-                        json_object_set_new(po, "mem_util", int_or_null(p->mem_util, p->mem_util >= 0));
+                        json_object_set_new(
+                                po, "used_memory_bytes",
+                                gh_json_int_or_null((long long) p->used_memory, p->used_memory != GH_UNKNOWN_U64));
+                        json_object_set_new(po, "sm_util", gh_json_int_or_null(p->sm_util, p->sm_util >= 0));
+                        json_object_set_new(po, "mem_util", gh_json_int_or_null(p->mem_util, p->mem_util >= 0));
                         json_object_set_new(po, "command", json_string(p->owner.comm));
                         json_array_append_new(procs, po);
                 }
@@ -271,11 +224,7 @@ static int print_json(const struct gh_gpu_list *list, const struct mps_row *mps,
                 json_array_append_new(gpus, o);
         }
         json_object_set_new(root, "mps_groups", mps_json(mps, nmps));
-        text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        if (text == NULL)
-                return -1;
-        puts(text);
-        return 0;
+        return gh_json_print(steal_pointer(&root));
 }
 
 int cmd_ps(int argc, char **argv, const struct cli_globals *g)
@@ -290,7 +239,7 @@ int cmd_ps(int argc, char **argv, const struct cli_globals *g)
         _cleanup_gpu_list_ struct gh_gpu_list list = { 0 };
         _cleanup_usage_opts_ struct cli_usage_opts uo = { 0 };
         bool json = false, no_trunc = false;
-        struct mps_row *mps = NULL;
+        struct gh_mps_usage *mps = NULL;
         size_t nmps = 0;
         int c, r;
 
@@ -324,11 +273,11 @@ int cmd_ps(int argc, char **argv, const struct cli_globals *g)
                 cli_print_unowned(&list, no_trunc, 0, stdout);
                 mps_table(mps, nmps, no_trunc, stdout);
         } else if (print_json(&list, mps, nmps) < 0) {
-                mps_rows_free(mps, nmps);
+                gh_mps_usage_free(mps, nmps);
                 fprintf(stderr, "gpu-cli: ps: out of memory writing JSON\n");
                 return GH_EXIT_FAILURE;
         }
-        mps_rows_free(mps, nmps);
+        gh_mps_usage_free(mps, nmps);
         if (fflush(stdout) != 0) {
                 fprintf(stderr, "gpu-cli: ps: writing the output: %m\n");
                 return GH_EXIT_FAILURE;

@@ -42,7 +42,7 @@ static int undo(const char *dev_char, const char *record, bool dry_run)
         size_t removed = 0;
 
         if (gh_devchar_undo(dev_char, record, dry_run, &u, &err) < 0) {
-                fprintf(stderr, "gpu-cli setup dev-char-links --undo: %s\n", err->msg);
+                fprintf(stderr, "gpu-cli: setup dev-char-links --undo: %s\n", err->msg);
                 return GH_EXIT_FAILURE;
         }
         for (size_t i = 0; i < u.n; i++) {
@@ -50,7 +50,7 @@ static int undo(const char *dev_char, const char *record, bool dry_run)
                         printf("%s %s\n", dry_run ? "would remove" : "removed", u.v[i].path);
                         removed++;
                 } else {
-                        fprintf(stderr, "gpu-cli setup dev-char-links --undo: %s left alone: %s\n", u.v[i].path,
+                        fprintf(stderr, "gpu-cli: setup dev-char-links --undo: %s left alone: %s\n", u.v[i].path,
                                 u.v[i].kept);
                 }
         }
@@ -93,16 +93,16 @@ int cli_setup_dev_char(int argc, char **argv, const struct cli_globals *g)
                 }
         }
         if (optind != argc) {
-                fprintf(stderr, "gpu-cli setup dev-char-links takes no argument ('%s')\n", argv[optind]);
+                fprintf(stderr, "gpu-cli: setup dev-char-links: unexpected argument '%s'\n", argv[optind]);
                 return GH_EXIT_USAGE;
         }
         if (dev_char[0] != '/' || record[0] != '/' || root[0] != '/') {
-                fprintf(stderr, "gpu-cli setup dev-char-links: --dev-char-path, --driver-root and --record take "
+                fprintf(stderr, "gpu-cli: setup dev-char-links: --dev-char-path, --driver-root and --record take "
                                 "absolute paths\n");
                 return GH_EXIT_USAGE;
         }
         if (do_undo && create_all) {
-                fprintf(stderr, "gpu-cli setup dev-char-links: --undo removes what the record names; "
+                fprintf(stderr, "gpu-cli: setup dev-char-links: --undo removes what the record names; "
                                 "--create-all is for making links\n");
                 return GH_EXIT_USAGE;
         }
@@ -110,7 +110,7 @@ int cli_setup_dev_char(int argc, char **argv, const struct cli_globals *g)
                 return undo(dev_char, record, dry_run);
         if (gh_devchar_plan(root, dev_char, create_all, &list, &err) < 0 ||
             (!dry_run && gh_devchar_create(dev_char, &list, record, &err) < 0)) {
-                fprintf(stderr, "gpu-cli setup dev-char-links: %s\n", err->msg);
+                fprintf(stderr, "gpu-cli: setup dev-char-links: %s\n", err->msg);
                 return GH_EXIT_FAILURE;
         }
         for (size_t i = 0; i < list.n; i++) {
@@ -122,11 +122,11 @@ int cli_setup_dev_char(int argc, char **argv, const struct cli_globals *g)
                         printf("linked %s -> %s\n", l->path, l->target);
                         made++;
                 } else if (l->done == GH_DEVCHAR_FAILED) {
-                        fprintf(stderr, "gpu-cli setup dev-char-links: cannot link %s -> %s: %s\n", l->path, l->target,
+                        fprintf(stderr, "gpu-cli: setup dev-char-links: cannot link %s -> %s: %s\n", l->path, l->target,
                                 strerror(l->error));
                         left++;
                 } else if (l->state == GH_DEVCHAR_OTHER) {
-                        fprintf(stderr, "gpu-cli setup dev-char-links: %s is %s, not a link to %s: left alone\n",
+                        fprintf(stderr, "gpu-cli: setup dev-char-links: %s is %s, not a link to %s: left alone\n",
                                 l->path, l->other, l->target);
                         left++;
                 }

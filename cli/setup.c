@@ -24,7 +24,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "config.h" /* the build's: GPUHOOK_HOOK_PATH, GPUHOOK_RUNTIME_PATH */
-#include "oci.h"    /* _cleanup_json_ */
+#include "oci.h"    /* GH_OCI_HOOKS_DIR_ADMIN, _cleanup_json_ */
 #include "setup.h"
 
 #define HOOK_NAME "nvidia-container-runtime-hook"
@@ -71,7 +71,7 @@ static void usage(FILE *out)
                 "Options:\n"
                 "  --config=FILE        the file to edit (docker: /etc/docker/daemon.json, containerd:\n"
                 "                       /etc/containerd/config.toml) or write (crio: /etc/crio/crio.conf.d/99-gpu-hook.conf)\n"
-                "  --hooks-dir=DIR      hooks.d for podman and crio (default /etc/containers/oci/hooks.d)\n"
+                "  --hooks-dir=DIR      hooks.d for podman and crio (default " GH_OCI_HOOKS_DIR_ADMIN ")\n"
                 "  --hook-link=PATH     docker: the --gpus hook name (default /usr/local/bin/%s; none: skip)\n"
                 "  --default            docker, crio: make \"gpu\" the default runtime\n"
                 "  --runtime-path=FILE  gpu-runtime to configure (default %s)\n"
@@ -466,13 +466,13 @@ static int parse(int argc, char **argv, struct setup_opts *o)
                 }
         }
         if (optind + 1 != argc) {
-                fprintf(stderr, "gpu-cli setup: name one engine: docker, containerd, crio or podman\n");
+                fprintf(stderr, "gpu-cli: setup: name one engine: docker, containerd, crio or podman\n");
                 return -1;
         }
         o->engine = argv[optind];
         if (strcmp(o->engine, "docker") != 0 && strcmp(o->engine, "containerd") != 0 &&
             strcmp(o->engine, "crio") != 0 && strcmp(o->engine, "podman") != 0) {
-                fprintf(stderr, "gpu-cli setup: unknown engine '%s'; use docker, containerd, crio or podman\n",
+                fprintf(stderr, "gpu-cli: setup: unknown engine '%s'; use docker, containerd, crio or podman\n",
                         o->engine);
                 return -1;
         }
@@ -480,7 +480,7 @@ static int parse(int argc, char **argv, struct setup_opts *o)
                                 strcmp(o->hook_link, "none") ? o->hook_link : NULL };
         for (size_t i = 0; i < GH_ARRAY_SIZE(paths); i++)
                 if (paths[i] != NULL && paths[i][0] != '/') {
-                        fprintf(stderr, "gpu-cli setup: '%s' must be an absolute path\n", paths[i]);
+                        fprintf(stderr, "gpu-cli: setup: '%s' must be an absolute path\n", paths[i]);
                         return -1;
                 }
         return 0;
@@ -488,7 +488,7 @@ static int parse(int argc, char **argv, struct setup_opts *o)
 
 int cmd_setup(int argc, char **argv, const struct cli_globals *g)
 {
-        struct setup_opts o = { .hooks_dir = "/etc/containers/oci/hooks.d",
+        struct setup_opts o = { .hooks_dir = GH_OCI_HOOKS_DIR_ADMIN,
                                 .hook_link = "/usr/local/bin/" HOOK_NAME,
                                 .runtime_path = GPUHOOK_RUNTIME_PATH,
                                 .hook_path = GPUHOOK_HOOK_PATH };
@@ -522,7 +522,7 @@ int cmd_setup(int argc, char **argv, const struct cli_globals *g)
         r = GH_EXIT_OK;
 out:
         if (r != GH_EXIT_OK)
-                fprintf(stderr, "gpu-cli setup: %s\n", err && err->msg ? err->msg : "failed");
+                fprintf(stderr, "gpu-cli: setup: %s\n", err && err->msg ? err->msg : "failed");
         plan_free(&p);
         return r;
 }

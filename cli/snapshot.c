@@ -7,8 +7,9 @@
 #include <unistd.h>
 
 #include "cleanup.h"
-#include "mps.h"
 #include "container.h"
+#include "discover.h"
+#include "mps.h"
 #include "rootfs.h"
 #include "service.h"
 #include "snapshot.h"
@@ -97,18 +98,16 @@ int cli_usage_load(const struct cli_globals *g, struct cli_usage_opts *o, const 
                 return r;
         gopts.with_usage = true;
         gopts.timeout_ms = o->timeout_ms;
-        if (g->user != NULL && gh_service_parse_user(g->user, &gopts.uid, &gopts.gid, &err) < 0) {
-                fprintf(stderr, "gpu-cli: %s\n", err->msg);
-                return GH_EXIT_USAGE;
-        }
-        rootfd = gh_rootfs_open(g->root, &err);
+        gopts.uid = g->uid;
+        gopts.gid = g->gid;
+        rootfd = gh_driver_root_open(g->root, &err);
         if (rootfd < 0) {
                 fprintf(stderr, "gpu-cli: %s: %s; check --root\n", cmd, err->msg);
-                return GH_EXIT_NO_DRIVER;
+                return gh_error_exit_status(err);
         }
         if (gh_gpus_driver_version(rootfd, version, sizeof(version), &err) < 0) {
                 fprintf(stderr, "gpu-cli: %s: %s\n", cmd, err->msg);
-                return err->code == ENOENT || err->code == ENOTDIR ? GH_EXIT_NO_DRIVER : gh_error_exit_status(err);
+                return gh_error_exit_status(err);
         }
         if (gh_gpus_load(rootfd, &gopts, list, &err) < 0) {
                 fprintf(stderr, "gpu-cli: %s: %s; check the driver with 'gpu-cli doctor'\n", cmd, err->msg);
@@ -163,70 +162,6 @@ void cli_format_mib(uint64_t bytes, char *buf, size_t size)
                 snprintf(buf, size, "-");
         else
                 snprintf(buf, size, "%" PRIu64 "MiB", bytes >> 20);
-}
-
-struct cli_container_sum *cli_container_sums(const struct gh_gpu_list *list, bool hosts, size_t *nout)
-{
-        struct cli_container_sum *out;
-        size_t max = 0, n = 0;
-
-        *nout = 0;
-        for (size_t g = 0; g < list->n; g++)
-                max += list->gpus[g].usage ? list->gpus[g].usage->nprocs : 0;
-        if (max == 0 || (out = calloc(max, sizeof(*out))) == NULL)
-                return NULL;
-        for (size_t g = 0; g < list->n; g++) {
-                const struct gh_gpu_usage *u = list->gpus[g].usage;
-                for (size_t i = 0; u && i < u->nprocs; i++) {
-                        const struct gh_gpu_proc *p = &u->procs[i];
-                        struct cli_container_sum *s = NULL;
-                        if (!p->owner.in_container && !hosts)
-                                continue;
-                        for (size_t k = 0; k < n && s == NULL; k++)
-                                if (out[k].gpu == &list->gpus[g] &&
-                                    out[k].owner->in_container == p->owner.in_container &&
-                                    strcmp(out[k].owner->id, p->owner.id) == 0 &&
-                                    strcmp(out[k].owner->runtime, p->owner.runtime) == 0)
-                                        s = &out[k];
-                        if (s == NULL) {
-                                s = &out[n++];
-                                *s = (struct cli_container_sum) { .gpu = &list->gpus[g],
-                                                                  .owner = &p->owner,
-                                                                  .util = -1 };
-                        }
-                        s->procs++;
-                        if (p->used_memory != GH_UNKNOWN_U64) {
-                                s->memory += p->used_memory;
-                                s->memory_known = true;
-                        }
-                        if (p->sm_util >= 0)
-                                s->util = s->util < 0                  ? p->sm_util
-                                          : s->util + p->sm_util > 100 ? 100
-                                                                       : s->util + p->sm_util;
-                }
-        }
-        *nout = n;
-        return out;
-}
-
-void cli_unowned_of(const struct gh_gpu *gpu, struct cli_unowned *u)
-{
-        *u = (struct cli_unowned) { .known = gpu->usage != NULL };
-        for (size_t i = 0; gpu->usage && i < gpu->usage->nprocs; i++) {
-                const struct gh_gpu_proc *p = &gpu->usage->procs[i];
-                uint64_t m = p->used_memory == GH_UNKNOWN_U64 ? 0 : p->used_memory;
-                if (!gh_owner_unowned(p->owner.kind))
-                        continue;
-                u->procs++;
-                if (p->used_memory == GH_UNKNOWN_U64)
-                        u->known = false;
-                if (p->owner.kind == GH_OWNER_CONTAINER_GONE)
-                        u->container_gone += m;
-                else if (p->owner.kind == GH_OWNER_MPS_STOPPED)
-                        u->mps_stopped += m;
-                else
-                        u->host += m;
-        }
 }
 
 void cli_pod_name(const struct gh_proc_owner *o, char *buf, size_t size)

@@ -67,27 +67,6 @@ enum cli_sort { CLI_SORT_GPU, CLI_SORT_MEMORY, CLI_SORT_UTIL };
 /* Returns a malloc'ed array (n rows) sorted as asked, or NULL with *n = 0 when there is none. */
 struct cli_proc_row *cli_proc_rows(const struct gh_gpu_list *list, enum cli_sort sort, size_t *n);
 
-/* The processes of one container (or, with hosts, of the host: id "") on one GPU, summed. */
-struct cli_container_sum {
-        const struct gh_gpu *gpu;
-        const struct gh_proc_owner *owner; /* its first process's: runtime, id, kind, pod */
-        uint64_t memory;
-        bool memory_known;
-        int util; /* summed SM utilisation, at most 100; -1: no process had a sample */
-        unsigned procs;
-};
-/* Every container's sums per GPU, in process order; with hosts, also one row per GPU for the
- * processes outside containers.  A malloc'ed array, NULL with *n = 0 when there is none. */
-struct cli_container_sum *cli_container_sums(const struct gh_gpu_list *list, bool hosts, size_t *n);
-
-/* GPU memory that no running container owns, on one GPU, by whose it is. */
-struct cli_unowned {
-        uint64_t host, container_gone, mps_stopped; /* bytes */
-        unsigned procs;
-        bool known; /* false: a process of these did not say its memory (the sums are then low) */
-};
-void cli_unowned_of(const struct gh_gpu *gpu, struct cli_unowned *u);
-
 /* "ns/pod", "pod", or "-" when the owner's pod is unknown. */
 void cli_pod_name(const struct gh_proc_owner *o, char *buf, size_t size);
 

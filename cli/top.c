@@ -61,7 +61,7 @@ struct trend {
 static struct trend *trends;
 static size_t ntrends, trends_cap;
 
-static struct trend *trend_of(const struct cli_container_sum *s)
+static struct trend *trend_of(const struct gh_container_sum *s)
 {
         for (size_t i = 0; i < ntrends; i++)
                 if (trends[i].gpu == s->gpu->index && strcmp(trends[i].id, s->owner->id) == 0 &&
@@ -71,7 +71,7 @@ static struct trend *trend_of(const struct cli_container_sum *s)
 }
 
 /* Adds this refresh's sample of every container; forgets the containers that are gone. */
-static void trends_update(const struct cli_container_sum *sums, size_t n, size_t window)
+static void trends_update(const struct gh_container_sum *sums, size_t n, size_t window)
 {
         struct timespec now;
 
@@ -79,7 +79,7 @@ static void trends_update(const struct cli_container_sum *sums, size_t n, size_t
         for (size_t i = 0; i < ntrends; i++)
                 trends[i].seen = false;
         for (size_t k = 0; k < n; k++) {
-                const struct cli_container_sum *s = &sums[k];
+                const struct gh_container_sum *s = &sums[k];
                 struct trend *t = trend_of(s);
                 if (!s->memory_known)
                         continue;
@@ -136,7 +136,7 @@ static void trend_words(const struct trend *t, size_t window, char *buf, size_t 
                 snprintf(buf, size, "varies");
 }
 
-static void print_containers(const struct gh_gpu_list *list, const struct cli_container_sum *sums, size_t n,
+static void print_containers(const struct gh_gpu_list *list, const struct gh_container_sum *sums, size_t n,
                              size_t window, bool no_trunc, int width, FILE *out)
 {
         int idw = no_trunc ? 64 : 12, podw = cli_pod_width(list, no_trunc);
@@ -148,7 +148,7 @@ static void print_containers(const struct gh_gpu_list *list, const struct cli_co
                  "MEMORY", "SM%", "TREND");
         fprintf(out, "%.*s\n", width, line);
         for (size_t k = 0; k < n; k++) {
-                const struct cli_container_sum *s = &sums[k];
+                const struct gh_container_sum *s = &sums[k];
                 char mem[32], sm[8], pod[2 * GH_POD_FIELD_MAX], trend[64];
                 cli_format_mib(s->memory_known ? s->memory : GH_UNKNOWN_U64, mem, sizeof(mem));
                 cli_percent(s->util, sm, sizeof(sm));
@@ -179,11 +179,11 @@ static void print_screen(const struct gh_gpu_list *list, enum cli_sort sort, siz
         for (size_t g = 0; g < list->n; g++) {
                 const struct gh_gpu_usage *u = list->gpus[g].usage;
                 char used[32], total[32], util[8], temp[16], power[16], unowned[48] = "";
-                struct cli_unowned un;
+                struct gh_unowned un;
                 cli_format_mib(u->mem_used, used, sizeof(used));
                 cli_format_mib(u->mem_total, total, sizeof(total));
                 cli_percent(u->gpu_util, util, sizeof(util));
-                cli_unowned_of(&list->gpus[g], &un);
+                gh_usage_unowned(&list->gpus[g], &un);
                 if (u->temperature_c >= 0)
                         snprintf(temp, sizeof(temp), "%dC", u->temperature_c);
                 else
@@ -206,7 +206,7 @@ static void print_screen(const struct gh_gpu_list *list, enum cli_sort sort, siz
         FILE *mem = open_memstream(&buf, &len);
         if (mem == NULL)
                 return;
-        _cleanup_free_ struct cli_container_sum *sums = cli_container_sums(list, false, &nsums);
+        _cleanup_free_ struct gh_container_sum *sums = gh_usage_container_sums(list, false, &nsums);
         trends_update(sums, nsums, window);
         print_containers(list, sums, nsums, window, no_trunc, width, mem);
         cli_print_procs(list, sort, no_trunc, width, mem);

@@ -3,15 +3,17 @@
 #
 #   bash contrib/quickstart.sh [BUILD_DIR]      (default: build)
 #
-# Installs the build dependencies (contrib/deps.sh), builds, prints the version, then runs a GPU
-# container under runc with gpu-hook as its createRuntime hook: on this machine's NVIDIA driver when
-# it has one, else on the bundled fake driver (tests/fake-driver), and shows nvidia-smi -L from inside.
+# Installs the build dependencies, runc and busybox (contrib/deps.sh's quickstart set; the engines
+# and tools the test suites need come with `bash contrib/run-tests.sh`), builds, prints the version,
+# then runs a GPU container under runc with gpu-hook as its createRuntime hook: on this machine's
+# NVIDIA driver when it has one, else on the bundled fake driver (tests/fake-driver), and shows
+# nvidia-smi -L from inside.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 
 . contrib/deps.sh
-gh_install_deps
+gh_install_deps quickstart
 
 if [ -f "$BUILD/build.ninja" ]; then
         echo "quickstart: reusing $BUILD"

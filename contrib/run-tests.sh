@@ -128,7 +128,7 @@ run_build() {
 
 echo "=== dependencies"
 . contrib/deps.sh
-if ! gh_install_deps; then
+if ! gh_install_deps test; then
         failed=$((failed + 1))
         summary+="dependencies: FAILED to install"$'\n'
 fi

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "file.h"
 #include "hook.h"
 #include "mps.h"
 
@@ -158,14 +159,7 @@ int gh_hook_run(char **argv, struct gh_hook_timings *timings, char **last, gh_er
                 if (n <= 0)
                         break;
                 /* The runtime shows our stderr to the user: pass gpu-cli's message through. */
-                for (ssize_t off = 0; off < n;) {
-                        ssize_t w = write(STDERR_FILENO, buf + off, (size_t) (n - off));
-                        if (w < 0 && errno == EINTR)
-                                continue;
-                        if (w <= 0)
-                                break;
-                        off += w;
-                }
+                (void) gh_write_all(STDERR_FILENO, buf, (size_t) n);
                 remember(tail, sizeof(tail), &used, buf, (size_t) n);
         }
         while (waitpid(child, &status, 0) < 0) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "discover.h"
 #include "hook.h"
 #include "plan.h"
 #include "runtime.h"

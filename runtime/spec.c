@@ -14,15 +14,10 @@
 
 #include "cleanup.h"
 #include "runtime.h"
+#include "strutil.h"
 
 /* The hook's fixed environment: it ignores its own, and anything it runs gets only this. */
 #define HOOK_ENV "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
-
-static const char *base_name(const char *p)
-{
-        const char *s = strrchr(p, '/');
-        return s ? s + 1 : p;
-}
 
 /* obj[key] as a container of the given type, created when absent; NULL when it has another type. */
 static json_t *member(json_t *obj, const char *key, bool array)
@@ -53,8 +48,8 @@ static bool has_gpu_hook(json_t *hooks, const char *hook_path)
                         const char *p = json_string_value(json_object_get(h, "path"));
                         if (p == NULL)
                                 continue;
-                        if (strcmp(p, hook_path) == 0 || strcmp(base_name(p), "gpu-hook") == 0 ||
-                            strcmp(base_name(p), "nvidia-container-runtime-hook") == 0)
+                        if (strcmp(p, hook_path) == 0 || strcmp(gh_base_name(p), "gpu-hook") == 0 ||
+                            strcmp(gh_base_name(p), "nvidia-container-runtime-hook") == 0)
                                 return true;
                 }
         }

@@ -11,6 +11,7 @@
 #include "capability.h"
 #include "cleanup.h"
 #include "configure.h"
+#include "discover.h"
 #include "gpuhook.h"
 #include "gpus.h"
 #include "request.h"
@@ -37,9 +38,9 @@ API struct gpuhook_ctx *gpuhook_ctx_new(const char *driver_root, struct gpuhook_
         ctx->uid = (uid_t) -1;
         ctx->gid = (gid_t) -1;
         ctx->root = strdup(driver_root ? driver_root : "/");
-        ctx->rootfd = ctx->root ? gh_rootfs_open(ctx->root, err) : gh_err(err, ENOMEM, "creating a gpuhook context");
+        ctx->rootfd =
+                ctx->root ? gh_driver_root_open(ctx->root, err) : gh_err(err, ENOMEM, "creating a gpuhook context");
         if (ctx->rootfd < 0) {
-                gh_err_wrap(err, "driver root");
                 free(ctx->root);
                 free(ctx);
                 return NULL;
@@ -160,11 +161,11 @@ API int gpuhook_configure(struct gpuhook_ctx *ctx, pid_t pid, const char *rootfs
         req.uid = ctx->uid;
         req.gid = ctx->gid;
         if (rootfs == NULL || rootfs[0] != '/' || strcmp(rootfs, "/") == 0)
-                return gh_err(err, EINVAL, "rootfs '%s' must be an absolute path other than /", rootfs ? rootfs : "");
+                return gh_err_usage(err, "rootfs '%s' must be an absolute path other than /", rootfs ? rootfs : "");
         if (devices != NULL && gh_request_set_devices(&req, devices, err) < 0)
                 return -1;
         if (capabilities != NULL && gh_capability_parse(capabilities, GH_CAP_ALL, &req.caps, err) < 0)
-                return -1;
+                return gh_err_kind(err, GH_ERR_USAGE);
         for (size_t i = 0; requirements != NULL && requirements[i] != NULL; i++)
                 if (gh_request_add_requirement(&req, requirements[i], err) < 0)
                         return -1;

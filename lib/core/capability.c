@@ -4,6 +4,7 @@
 
 #include "capability.h"
 #include "cleanup.h"
+#include "strutil.h"
 
 /* Sorted by name, so formatting walks it in order. */
 static const struct {
@@ -31,17 +32,6 @@ unsigned gh_capability_from_name(const char *name)
         return 0;
 }
 
-static char *trim(char *s)
-{
-        char *e;
-        while (*s == ' ' || *s == '\t')
-                s++;
-        e = s + strlen(s);
-        while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-                *--e = '\0';
-        return s;
-}
-
 int gh_capability_parse(const char *list, unsigned supported, unsigned *mask, gh_error_t *err)
 {
         _cleanup_free_ char *copy = strdup(list ? list : "");
@@ -52,7 +42,7 @@ int gh_capability_parse(const char *list, unsigned supported, unsigned *mask, gh
                 return gh_err(err, ENOMEM, "parsing driver capabilities");
         for (item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
                 unsigned bit;
-                item = trim(item);
+                item = gh_trim(item);
                 if (*item == '\0')
                         continue;
                 if (strcmp(item, "all") == 0) {

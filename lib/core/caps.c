@@ -82,11 +82,6 @@ static const char *cap_label(cap_value_t c, char *buf, size_t size)
         return buf;
 }
 
-const char *gh_phase_name(enum gh_phase phase)
-{
-        return (unsigned) phase < GH_PHASE_COUNT ? phases[phase].name : "unknown";
-}
-
 uint64_t gh_caps_phase_mask(enum gh_phase phase)
 {
         uint64_t m = 0;

@@ -36,9 +36,6 @@ enum gh_phase {
         GH_PHASE_COUNT,
 };
 
-/* Name of a phase ("mount"), for messages. */
-const char *gh_phase_name(enum gh_phase phase);
-
 /* Capabilities of one phase as a bit mask (bit N = capability N), limited to the capabilities
  * the running kernel knows. */
 uint64_t gh_caps_phase_mask(enum gh_phase phase);

@@ -16,8 +16,7 @@
 #include "cleanup.h"
 #include "configure.h"
 #include "devices.h"
-#include "driver.h"
-#include "gpus.h"
+#include "discover.h"
 #include "ldcache.h"
 #include "ldconfig.h"
 #include "log.h"
@@ -37,14 +36,12 @@ static long now_us(void)
 
 int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings *t, gh_error_t *err)
 {
-        _cleanup_close_ int droot = -1, rootfd = -1, ldconfig_fd = -1;
-        _cleanup_gpu_list_ struct gh_gpu_list gpus = { 0 };
+        _cleanup_close_ int rootfd = -1, ldconfig_fd = -1;
         const struct gh_request *req = o->req;
-        struct gh_driver *drv = NULL;
+        struct gh_discovery d = GH_DISCOVERY_INIT;
         struct gh_plan plan = { 0 };
         struct gh_layout layout;
         struct gh_ns ns;
-        struct gh_driver_opts dopts;
         long t0 = now_us(), t1;
         int ret = -1;
 
@@ -55,23 +52,13 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         if (gh_caps_init(err) < 0 || gh_caps_enter(GH_PHASE_DISCOVER, err) < 0)
                 return -1;
 
-        /* Discover: everything here reads the driver root only. */
-        droot = gh_rootfs_open(o->root, err);
-        if (droot < 0)
-                return gh_err_wrap(err, "driver root");
-        gh_plan_driver_opts(req, o->ldcache, o->path, &dopts);
-        long td = now_us();
-        if (gh_driver_discover(droot, &dopts, &drv, err) < 0)
+        /* Discover: everything here reads the driver root only; the same path as list and CDI. */
+        if (gh_discover(o->root, o->ldcache, o->path, req, &d, err) < 0)
                 goto out;
-        gh_debug("discover: driver files %ld us", now_us() - td);
-        td = now_us();
-        if (gh_plan_load_gpus(droot, req, &gpus, err) < 0)
-                goto out;
-        t->used_nvml = gpus.from_nvml;
-        t->gpus_origin = gpus.origin;
+        t->used_nvml = d.gpus.from_nvml;
+        t->gpus_origin = d.gpus.origin;
         t1 = now_us();
-        t->gpus_us = t1 - td;
-        gh_debug("discover: GPUs %ld us (%zu, %s)", t1 - td, gpus.n, gh_gpus_origin_name(gpus.origin));
+        t->gpus_us = d.gpus_us;
         t->discover_us = t1 - t0;
 
         /* Plan: decide every target and open every source while still on the host.  Looking at
@@ -81,7 +68,7 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
                 goto out;
         /* The rootfs is the same directory on the host: decide the library directory from it. */
         gh_layout_detect(ns.host_rootfs, &layout);
-        if (gh_plan_build(droot, drv, &gpus, req, &layout, &plan, err) < 0)
+        if (gh_plan_build(d.droot, d.drv, &d.gpus, req, &layout, &plan, err) < 0)
                 goto out;
         if (req->ldconfig != NULL) {
                 ldconfig_fd = gh_ldconfig_open(req->ldconfig, err);
@@ -89,8 +76,8 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
                         goto out;
         }
         /* open_tree(OPEN_TREE_CLONE) needs CAP_SYS_ADMIN: the mount phase's capabilities. */
-        td = now_us();
-        if (gh_caps_enter(GH_PHASE_MOUNT, err) < 0 || gh_plan_open_sources(&plan, droot, o->root, err) < 0)
+        long td = now_us();
+        if (gh_caps_enter(GH_PHASE_MOUNT, err) < 0 || gh_plan_open_sources(&plan, d.droot, o->root, err) < 0)
                 goto out;
         t->open_us = now_us() - td;
         /* A host mount can reach an already pivoted container only as a detached clone. */
@@ -160,8 +147,7 @@ out:
         }
         gh_ns_close(&ns);
         gh_plan_free(&plan);
-        if (drv)
-                gh_driver_free(drv);
+        gh_discovery_free(&d);
         {
                 gh_error_t e = NULL;
                 gh_caps_enter(GH_PHASE_DONE, &e);

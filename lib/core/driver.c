@@ -17,6 +17,7 @@
 #include "ldcache.h"
 #include "log.h"
 #include "rootfs.h"
+#include "strutil.h"
 
 /* A non-GLVND libGL/libEGL/libGLES is NVIDIA's only if it is built on NVIDIA's GL core; Mesa's
  * libraries of the same names are not. */
@@ -216,12 +217,6 @@ static char *dir_name(const char *path)
         return strndup(path, (size_t) (slash - path));
 }
 
-static const char *base_name(const char *path)
-{
-        const char *slash = strrchr(path, '/');
-        return slash ? slash + 1 : path;
-}
-
 static bool seen(const struct gh_driver_files *f, const struct stat *st)
 {
         for (size_t i = 0; i < f->n; i++)
@@ -294,8 +289,8 @@ static int consider_library(struct ctx *c, const struct gh_ldcache_entry *e, int
                 gh_debug("skipping %s -> %s: not a regular file inside the driver root", e->key, e->value);
                 return 0;
         }
-        if ((library_table[idx].flags & OWN_VERSION) ? !has_own_version(base_name(real), library_table[idx].stem)
-                                                     : !gh_driver_name_has_version(base_name(real), c->d->version)) {
+        if ((library_table[idx].flags & OWN_VERSION) ? !has_own_version(gh_base_name(real), library_table[idx].stem)
+                                                     : !gh_driver_name_has_version(gh_base_name(real), c->d->version)) {
                 gh_debug("skipping %s -> %s: its file %s is not named *.so.%s", e->key, e->value, real, c->d->version);
                 return 0;
         }

@@ -120,7 +120,7 @@ int gh_gpus_driver_version(int rootfd, char *buf, size_t size, gh_error_t *err)
         _cleanup_free_ char *text = NULL;
 
         if (read_in_root(rootfd, PROC_NVIDIA "/version", &text, NULL, err) < 0) {
-                if ((*err)->code == ENOENT)
+                if ((*err)->code == ENOENT || (*err)->code == ENOTDIR)
                         return gh_err_kind(err, GH_ERR_NO_DRIVER),
                                gh_err_wrap(err, "no NVIDIA driver under this root (is the nvidia module loaded?)");
                 return -1;

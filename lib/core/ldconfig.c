@@ -81,24 +81,24 @@ static int check_static_elf(int fd, const char *path, gh_error_t *err)
 
         if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t) sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
                 if (pread(fd, &eh, 2, 0) == 2 && memcmp(&eh, "#!", 2) == 0)
-                        return gh_err(err, 0,
-                                      "--ldconfig=@%s is a script: give the ELF program it runs "
-                                      "(on Ubuntu @/sbin/ldconfig.real)",
-                                      path);
-                return gh_err(err, 0, "--ldconfig=@%s is not an ELF program: give the host's ldconfig binary", path);
+                        return gh_err_usage(err,
+                                            "--ldconfig=@%s is a script: give the ELF program it runs "
+                                            "(on Ubuntu @/sbin/ldconfig.real)",
+                                            path);
+                return gh_err_usage(err, "--ldconfig=@%s is not an ELF program: give the host's ldconfig binary", path);
         }
         if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != GH_ELF_MACHINE || eh.e_phentsize != sizeof(ph) ||
             eh.e_phnum > 256)
-                return gh_err(err, 0, "--ldconfig=@%s is not a program for this machine", path);
+                return gh_err_usage(err, "--ldconfig=@%s is not a program for this machine", path);
         for (unsigned i = 0; i < eh.e_phnum; i++) {
                 if (pread(fd, &ph, sizeof(ph), (off_t) (eh.e_phoff + i * sizeof(ph))) != (ssize_t) sizeof(ph))
                         return gh_err(err, 0, "--ldconfig=@%s: truncated ELF program headers", path);
                 if (ph.p_type == PT_INTERP)
-                        return gh_err(err, 0,
-                                      "--ldconfig=@%s is dynamically linked and would load the image's "
-                                      "libraries: give a statically linked ldconfig (Debian's /sbin/ldconfig, "
-                                      "Ubuntu's /sbin/ldconfig.real)",
-                                      path);
+                        return gh_err_usage(err,
+                                            "--ldconfig=@%s is dynamically linked and would load the image's "
+                                            "libraries: give a statically linked ldconfig (Debian's /sbin/ldconfig, "
+                                            "Ubuntu's /sbin/ldconfig.real)",
+                                            path);
         }
         return 0;
 }
@@ -125,13 +125,13 @@ int gh_ldconfig_open(const char *spec, gh_error_t *err)
         int r;
 
         if (spec == NULL || spec[0] != '@')
-                return gh_err(err, 0,
-                              "--ldconfig=%s: only the host's ldconfig runs, given as @/path "
-                              "(the image's ldconfig is never executed); use --ldconfig=@/sbin/ldconfig",
-                              spec ? spec : "");
+                return gh_err_usage(err,
+                                    "--ldconfig=%s: only the host's ldconfig runs, given as @/path "
+                                    "(the image's ldconfig is never executed); use --ldconfig=@/sbin/ldconfig",
+                                    spec ? spec : "");
         path = spec + 1;
         if (path[0] != '/')
-                return gh_err(err, 0, "--ldconfig=%s: the host path must be absolute, e.g. @/sbin/ldconfig", spec);
+                return gh_err_usage(err, "--ldconfig=%s: the host path must be absolute, e.g. @/sbin/ldconfig", spec);
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return gh_err(err, errno, "opening the host's ldconfig %s", path);

@@ -27,15 +27,14 @@ int gh_mps_name_check(const char *name, gh_error_t *err)
         size_t n = name ? strlen(name) : 0;
 
         if (n == 0 || n > GH_MPS_NAME_MAX)
-                return gh_err(err, 0, "invalid MPS group name '%.80s': use 1-%d letters, digits, '_', '.' or '-'",
-                              name ? name : "", GH_MPS_NAME_MAX);
+                return gh_err_usage(err, "invalid MPS group name '%.80s': use 1-%d letters, digits, '_', '.' or '-'",
+                                    name ? name : "", GH_MPS_NAME_MAX);
         if (name[0] == '.' || name[0] == '-')
-                return gh_err(err, 0, "invalid MPS group name '%s': it must not start with '.' or '-'", name);
+                return gh_err_usage(err, "invalid MPS group name '%s': it must not start with '.' or '-'", name);
         for (size_t i = 0; i < n; i++)
                 if (!isalnum((unsigned char) name[i]) && name[i] != '_' && name[i] != '.' && name[i] != '-')
-                        return gh_err(err, 0,
-                                      "invalid MPS group name '%.80s': use only letters, digits, '_', '.' or '-'",
-                                      name);
+                        return gh_err_usage(
+                                err, "invalid MPS group name '%.80s': use only letters, digits, '_', '.' or '-'", name);
         return 0;
 }
 
@@ -61,7 +60,7 @@ int gh_mps_parse_size(const char *s, unsigned long long *mib, gh_error_t *err)
         *mib = v * mult;
         return 0;
 bad:
-        return gh_err(err, 0, "invalid memory size '%.40s': write it as 4G, 512M or a number of MiB", s ? s : "");
+        return gh_err_usage(err, "invalid memory size '%.40s': write it as 4G, 512M or a number of MiB", s ? s : "");
 }
 
 bool gh_mps_group_alive(const struct gh_mps_group *g)
@@ -139,8 +138,8 @@ static void state_line(const char *key, const char *v, void *data)
                 g->threads = (int) strtol(v, NULL, 10);
         else if (strcmp(key, "memory_mib") == 0)
                 g->memory_mib = strtoull(v, NULL, 10);
-        else if (strcmp(key, "pid") == 0)
-                g->pid = (pid_t) strtol(v, NULL, 10);
+        else if (strcmp(key, "pid") == 0 && gh_parse_pid(v, &g->pid) < 0)
+                g->pid = 0; /* not a process id: the group reads as not running */
         else if (strcmp(key, "starttime") == 0)
                 g->starttime = strtoull(v, NULL, 10);
 }

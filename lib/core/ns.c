@@ -22,7 +22,8 @@ int gh_ns_open(pid_t pid, const char *rootfs, struct gh_ns *ns, gh_error_t *err)
         ns->self_mnt = ns->target_mnt = ns->proc_fd = ns->host_rootfs = ns->init_root = -1;
         ns->pid = pid;
         if (pid <= 0)
-                return gh_err(err, 0, "invalid --pid %d: pass the host pid of the container's init process", (int) pid);
+                return gh_err_usage(err, "invalid --pid %d: pass the host pid of the container's init process",
+                                    (int) pid);
 
         ns->self_mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
         if (ns->self_mnt < 0)

@@ -20,6 +20,7 @@
 #include "require.h"
 #include "rootfs.h"
 #include "select.h"
+#include "strutil.h"
 
 static int grow(void **arr, size_t *cap, size_t n, size_t elem)
 {
@@ -193,124 +194,11 @@ int gh_layout_named(const char *name, struct gh_layout *out, gh_error_t *err)
         else if (strcmp(name, "lib64") == 0)
                 set_layout(out, "/usr/lib64", "/usr/lib32");
         else
-                return gh_err(err, 0, "unknown layout '%s': use debian or lib64", name), gh_err_kind(err, GH_ERR_USAGE);
+                return gh_err_usage(err, "unknown layout '%s': use debian or lib64", name);
         return 0;
-}
-
-/* ---- GPUs ---- */
-
-/* True when some GPU has a MIG GPU instance: only then does "all" include MIG devices, and only
- * NVML can name them.  The capabilities directory tells without loading NVML. */
-static bool has_mig_instances(int droot, const struct gh_gpu_list *gpus)
-{
-        for (size_t i = 0; i < gpus->n; i++) {
-                char path[96];
-                _cleanup_error_ gh_error_t e = NULL;
-                _cleanup_closedir_ DIR *dir = NULL;
-                struct dirent *de;
-                int fd;
-
-                snprintf(path, sizeof(path), "/proc/driver/nvidia/capabilities/gpu%u/mig", gpus->gpus[i].minor);
-                fd = gh_resolve(droot, path, O_RDONLY | O_DIRECTORY, &e);
-                if (fd < 0)
-                        continue;
-                dir = fdopendir(fd);
-                if (dir == NULL) {
-                        close(fd);
-                        continue;
-                }
-                while ((de = readdir(dir)) != NULL)
-                        if (strncmp(de->d_name, "gi", 2) == 0)
-                                return true;
-        }
-        return false;
-}
-
-static bool names_mig(const struct gh_select_request *d)
-{
-        for (size_t i = 0; i < d->n; i++)
-                if (d->items[i].kind == GH_SELECT_MIG_UUID || d->items[i].kind == GH_SELECT_MIG_INDEX)
-                        return true;
-        return false;
-}
-
-/* True when the CUDA version is all of NVML's facts the request needs: every requirement uses only
- * the cuda key, no MIG device is named, no MIG capability node is asked for, and "all" includes no
- * MIG device.  Then a cold cache gets the CUDA version from libcuda instead of starting NVML. */
-static bool cuda_enough(int droot, const struct gh_request *req, bool wants)
-{
-        for (size_t i = 0; i < req->nrequirements; i++) {
-                _cleanup_error_ gh_error_t e = NULL;
-                _cleanup_require_ struct gh_require *r = NULL;
-                if (gh_require_parse(req->requirements[i], &r, &e) < 0 || gh_require_keys(r) != GH_REQUIRE_KEY_CUDA)
-                        return false;
-        }
-        if (req->mig_config || req->mig_monitor || (wants && names_mig(&req->devices)))
-                return false;
-        if (wants && req->devices.all) {
-                _cleanup_error_ gh_error_t e = NULL;
-                _cleanup_gpu_list_ struct gh_gpu_list fast = { 0 };
-                if (gh_gpus_fast(droot, &fast, &e) < 0 || has_mig_instances(droot, &fast))
-                        return false;
-        }
-        return true;
-}
-
-int gh_plan_load_gpus(int droot, const struct gh_request *req, struct gh_gpu_list *gpus, gh_error_t *err)
-{
-        struct gh_gpus_opts go = GH_GPUS_OPTS_DEFAULT;
-        bool wants = gh_request_wants_gpus(req);
-
-        *gpus = (struct gh_gpu_list) { 0 };
-        if (!wants && req->nrequirements == 0)
-                return 0;
-        go.uid = req->uid;
-        go.gid = req->gid;
-        go.state_file = req->state_file;
-        go.cache = req->cache;
-        if (req->nrequirements > 0 || (wants && names_mig(&req->devices))) {
-                go.source = GH_GPUS_NVML;
-                go.cuda_enough = cuda_enough(droot, req, wants);
-                return gh_gpus_load(droot, &go, gpus, err);
-        }
-        if (gh_gpus_fast(droot, gpus, err) < 0)
-                return -1;
-        if (!req->devices.all || !has_mig_instances(droot, gpus))
-                return 0;
-        /* "all" on a driver with MIG instances: every MIG device too, which only NVML knows. */
-        _cleanup_error_ gh_error_t e = NULL;
-        struct gh_gpu_list full = { 0 };
-        go.source = GH_GPUS_NVML;
-        if (gh_gpus_load(droot, &go, &full, &e) < 0) {
-                gh_warn("%s; MIG devices are left out of \"all\"", e->msg);
-                return 0;
-        }
-        gh_gpu_list_free(gpus);
-        *gpus = full;
-        return 0;
-}
-
-void gh_plan_driver_opts(const struct gh_request *req, const char *ldcache, const char *path,
-                         struct gh_driver_opts *out)
-{
-        *out = (struct gh_driver_opts) {
-                .caps = gh_request_caps(req),
-                .ldcache = ldcache,
-                .path = path,
-                .mps_pipe_dir = req->mps_pipe_dir,
-                .no_persistenced = req->no_persistenced,
-                .no_fabricmanager = req->no_fabricmanager,
-                .no_gsp_firmware = req->no_gsp_firmware,
-        };
 }
 
 /* ---- building ---- */
-
-static const char *base_name(const char *p)
-{
-        const char *s = strrchr(p, '/');
-        return s ? s + 1 : p;
-}
 
 /* gh_plan_add, then tags the new item (an already planned destination adds nothing). */
 static int add_file(struct gh_plan *plan, enum gh_item_kind kind, enum gh_item_role role,
@@ -395,7 +283,7 @@ static int plan_extra_links(struct gh_plan *plan, const char *dir, const char *s
         if (strcmp(soname, "libcuda.so.1") == 0 || strcmp(soname, "libnvidia-opticalflow.so.1") == 0) {
                 snprintf(dst, sizeof(dst), "%s/%.*s", dir, (int) (strlen(soname) - 2), soname);
                 if (gh_plan_add_symlink(plan, dst, soname, true, err) < 0 ||
-                    gh_plan_add_library(plan, base_name(dst), dst, compat32, err) < 0)
+                    gh_plan_add_library(plan, gh_base_name(dst), dst, compat32, err) < 0)
                         return -1;
         }
         if (strncmp(soname, "libGLX_nvidia.so.", 17) == 0) {
@@ -411,7 +299,7 @@ static int plan_libraries(struct gh_plan *plan, const struct gh_driver *drv, gh_
         for (size_t i = 0; i < drv->libs.n; i++) {
                 const struct gh_driver_file *f = &drv->libs.v[i];
                 const char *dir = f->compat32 ? plan->layout.libdir32 : plan->layout.libdir;
-                const char *file = base_name(f->path);
+                const char *file = gh_base_name(f->path);
                 char dst[PATH_MAX], link[PATH_MAX];
 
                 snprintf(dst, sizeof(dst), "%s/%s", dir, file);
@@ -438,7 +326,7 @@ static int plan_files(struct gh_plan *plan, const struct gh_driver *drv, gh_erro
         char dst[PATH_MAX];
 
         for (size_t i = 0; i < drv->bins.n; i++) {
-                snprintf(dst, sizeof(dst), "/usr/bin/%s", base_name(drv->bins.v[i].path));
+                snprintf(dst, sizeof(dst), "/usr/bin/%s", gh_base_name(drv->bins.v[i].path));
                 if (add_file(plan, GH_ITEM_FILE, GH_ROLE_BINARY, &drv->bins.v[i], dst, GH_MNT_FILE, err) < 0)
                         return -1;
         }
@@ -561,33 +449,6 @@ int gh_plan_build(int driver_rootfd, const struct gh_driver *drv, const struct g
                 return -1;
         }
         return 0;
-}
-
-int gh_plan_for_root(const char *driver_root, const char *ldcache, const char *path, const struct gh_request *req,
-                     const struct gh_layout *layout, struct gh_plan *out, gh_error_t *err)
-{
-        _cleanup_close_ int droot = -1;
-        _cleanup_gpu_list_ struct gh_gpu_list gpus = { 0 };
-        struct gh_driver_opts dopts;
-        struct gh_driver *drv = NULL;
-        int r;
-
-        memset(out, 0, sizeof(*out));
-        droot = gh_rootfs_open(driver_root, err);
-        if (droot < 0) {
-                /* A root that does not exist has no driver either. */
-                if ((*err)->code == ENOENT || (*err)->code == ENOTDIR)
-                        gh_err_kind(err, GH_ERR_NO_DRIVER);
-                return gh_err_wrap(err, "driver root");
-        }
-        gh_plan_driver_opts(req, ldcache, path, &dopts);
-        if (gh_driver_discover(droot, &dopts, &drv, err) < 0)
-                return -1;
-        r = gh_plan_load_gpus(droot, req, &gpus, err);
-        if (r == 0)
-                r = gh_plan_build(droot, drv, &gpus, req, layout, out, err);
-        gh_driver_free(drv);
-        return r;
 }
 
 void gh_plan_free(struct gh_plan *plan)

@@ -2,7 +2,7 @@
  *
  *   gh_layout_detect()   where the container keeps its libraries (from its rootfs), or a fixed
  *                        layout given by the caller (list, CDI) when there is no rootfs
- *   gh_plan_load_gpus()  the GPUs the request needs to know about (NVML only when it must)
+ *   gh_discover()        the driver's files and the GPUs the request needs (discover.h)
  *   gh_plan_build()      the plan: device nodes with major:minor, files and directories to bind
  *                        with their container paths and mount flags, symlinks, the content of the
  *                        masked /proc/driver/nvidia, the device cgroup rules and the ld cache
@@ -107,30 +107,12 @@ void gh_layout_detect(int rootfd, struct gh_layout *out);
 /* A named layout: "debian" or "lib64" (the two gh_layout_detect() picks from); -1 when unknown. */
 int gh_layout_named(const char *name, struct gh_layout *out, gh_error_t *err);
 
-/* Loads what the request needs to know about the GPUs into *gpus (left empty when it names no GPU
- * and has no requirement).  NVML (the driver service, as req->uid/gid) is asked only when the
- * request needs what only it knows: requirements, MIG devices named, or "all" on a driver that has
- * MIG instances; "all" falls back to the GPUs without their MIG devices, with a warning, when NVML
- * cannot answer.  Requirements that use only the cuda key (no MIG involved) take the CUDA version
- * from libcuda instead when the cache misses, and NVML only if that fails. */
-int gh_plan_load_gpus(int driver_rootfd, const struct gh_request *req, struct gh_gpu_list *gpus, gh_error_t *err);
-
-/* The driver discovery options of a request (caps, no_* switches, the MPS pipe dir); ldcache and
- * path are the driver root's (NULL: defaults). */
-void gh_plan_driver_opts(const struct gh_request *req, const char *ldcache, const char *path,
-                         struct gh_driver_opts *out);
-
 /* Builds the plan for req: resolves its devices against gpus, checks its requirements (an unmet
  * one fails with kind GH_ERR_REQUIREMENT), collects the device nodes under the driver root, places
  * the driver's files in layout and reads /proc/driver/nvidia for the mask.  *out is filled on
  * success and empty on failure. */
 int gh_plan_build(int driver_rootfd, const struct gh_driver *drv, const struct gh_gpu_list *gpus,
                   const struct gh_request *req, const struct gh_layout *layout, struct gh_plan *out, gh_error_t *err);
-
-/* Everything above for a driver root given as a path (ldcache, path: see gh_plan_driver_opts).
- * Fails with kind GH_ERR_NO_DRIVER when the root has no driver (or does not exist). */
-int gh_plan_for_root(const char *driver_root, const char *ldcache, const char *path, const struct gh_request *req,
-                     const struct gh_layout *layout, struct gh_plan *out, gh_error_t *err);
 
 /* Host side: opens every source under the driver root and checks device nodes' st_rdev. */
 int gh_plan_open_sources(struct gh_plan *plan, int driver_rootfd, const char *driver_root, gh_error_t *err);

@@ -17,7 +17,7 @@
 #define ARGV_MAX_BYTES (1u << 20)
 
 /* Bad input in a request is the caller's to fix: a usage error. */
-#define invalid(err, ...) (gh_err(err, 0, __VA_ARGS__), gh_err_kind(err, GH_ERR_USAGE))
+#define invalid(err, ...) gh_err_usage(err, __VA_ARGS__)
 
 void gh_request_init(struct gh_request *req)
 {
@@ -229,7 +229,7 @@ int gh_request_option(struct gh_request *req, int opt, const char *arg, gh_error
                 return req->mps_group ? 0 : gh_err(err, ENOMEM, "reading --mps-group");
         case GH_REQUEST_OPT_MPS_DIR:
                 if (arg[0] != '/')
-                        return gh_err(err, 0, "--mps-dir=%s: must be an absolute path", arg);
+                        return invalid(err, "--mps-dir=%s: must be an absolute path", arg);
                 free(req->mps_dir);
                 req->mps_dir = strdup(arg);
                 return req->mps_dir ? 0 : gh_err(err, ENOMEM, "reading --mps-dir");

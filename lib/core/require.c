@@ -8,6 +8,7 @@
 
 #include "cleanup.h"
 #include "require.h"
+#include "strutil.h"
 
 /* Long enough for any sensible expression; anything longer is rejected before it is copied. */
 #define EXPR_MAX 4096
@@ -38,8 +39,6 @@ struct gh_require {
         struct alt *alts;
         size_t n;
 };
-
-static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 /* Splits a dotted number into parts; false when s is not one ("", "1.", ".1", "1a", too long). */
 static bool version_parts(const char *s, unsigned long parts[VERSION_PARTS_MAX], size_t *n)
@@ -205,12 +204,12 @@ int gh_require_parse(const char *expr, struct gh_require **out, gh_error_t *err)
         p = expr;
         while (*p) {
                 const char *s, *e;
-                while (is_blank(*p))
+                while (gh_is_blank(*p))
                         p++;
                 if (*p == '\0')
                         break;
                 s = p;
-                while (*p && !is_blank(*p))
+                while (*p && !gh_is_blank(*p))
                         p++;
                 e = p;
                 struct alt *grown = realloc(req->alts, (req->n + 1) * sizeof(*grown));

@@ -19,7 +19,7 @@ int gh_rootfs_open(const char *path, gh_error_t *err)
         int fd;
 
         if (path == NULL || path[0] != '/')
-                return gh_err(err, EINVAL, "rootfs '%s' must be an absolute path", path ? path : "");
+                return gh_err_usage(err, "rootfs '%s' must be an absolute path", path ? path : "");
         fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return gh_err(err, errno, "opening rootfs %s", path);

@@ -8,12 +8,11 @@
 
 #include "cleanup.h"
 #include "select.h"
+#include "strutil.h"
 
 /* Long enough for any UUID or bus id; longer items are surely not devices and would only make
  * error messages unreadable. */
 #define ITEM_MAX 256
-
-static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 /* A decimal index without sign or blanks; bounded so "99999999999" is unknown, not wrapped. */
 static bool parse_index(const char *s, size_t len, unsigned *out)
@@ -144,9 +143,9 @@ int gh_select_parse(const char *list, struct gh_select_request *req, gh_error_t 
                 const char *end = strchr(p, ',');
                 const char *s = p, *e = end ? end : p + strlen(p);
 
-                while (s < e && is_blank(*s))
+                while (s < e && gh_is_blank(*s))
                         s++;
-                while (e > s && is_blank(e[-1]))
+                while (e > s && gh_is_blank(e[-1]))
                         e--;
                 if (e > s && add_item(req, s, (size_t) (e - s), err) < 0) {
                         gh_select_request_free(req);

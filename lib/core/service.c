@@ -61,7 +61,7 @@ int gh_service_parse_user(const char *spec, uid_t *uid, gid_t *gid, gh_error_t *
 
         if (!parse_id(spec, colon ? (size_t) (colon - spec) : strlen(spec), &u) ||
             (colon && !parse_id(colon + 1, strlen(colon + 1), &g)))
-                return gh_err(err, EINVAL, "bad --user '%s'; use numeric UID or UID:GID", spec);
+                return gh_err_usage(err, "bad --user '%s'; use numeric UID or UID:GID", spec);
         *uid = (uid_t) u;
         *gid = (gid_t) (colon ? g : u);
         return 0;

@@ -2,7 +2,7 @@
  *
  * The child chroots into the driver root, drops to an unprivileged uid/gid, drops every
  * capability, sets no_new_privs, dies with its parent, runs with an empty environment, dlopens
- * libnvidia-ml.so.1 and answers the protocol of lib/core/nvml.x over a socketpair (rpc.c).  A call that
+ * libnvidia-ml.so.1 and answers the protocol of lib/core/nvml.x over a socketpair (rpc-server.c).  A call that
  * does not return in time, a crash or an NVML error ends with the child killed and reaped. */
 #ifndef GH_SERVICE_H
 #define GH_SERVICE_H

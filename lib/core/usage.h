@@ -94,7 +94,7 @@ const char *gh_compute_mode_name(int mode);
 
 void gh_gpu_usage_free(struct gh_gpu_usage *u);
 
-/* ---- the protocol halves (rpc.c calls these) ---- */
+/* ---- the protocol halves (rpc-server.c and rpc-client.c call these) ---- */
 
 /* Server: resolves the optional NVML entry points from the loaded library. */
 void gh_usage_bind(void *nvml_lib);

@@ -194,3 +194,67 @@ void gh_usage_attribute(struct gh_gpu_list *list, const struct gh_attribution *a
         }
         pass_close(&p);
 }
+
+struct gh_container_sum *gh_usage_container_sums(const struct gh_gpu_list *list, bool hosts, size_t *nout)
+{
+        struct gh_container_sum *out;
+        size_t max = 0, n = 0;
+
+        *nout = 0;
+        for (size_t g = 0; g < list->n; g++)
+                max += list->gpus[g].usage ? list->gpus[g].usage->nprocs : 0;
+        if (max == 0 || (out = calloc(max, sizeof(*out))) == NULL)
+                return NULL;
+        for (size_t g = 0; g < list->n; g++) {
+                const struct gh_gpu_usage *u = list->gpus[g].usage;
+                for (size_t i = 0; u && i < u->nprocs; i++) {
+                        const struct gh_gpu_proc *p = &u->procs[i];
+                        struct gh_container_sum *s = NULL;
+                        if (!p->owner.in_container && !hosts)
+                                continue;
+                        for (size_t k = 0; k < n && s == NULL; k++)
+                                if (out[k].gpu == &list->gpus[g] &&
+                                    out[k].owner->in_container == p->owner.in_container &&
+                                    strcmp(out[k].owner->id, p->owner.id) == 0 &&
+                                    strcmp(out[k].owner->runtime, p->owner.runtime) == 0)
+                                        s = &out[k];
+                        if (s == NULL) {
+                                s = &out[n++];
+                                *s = (struct gh_container_sum) { .gpu = &list->gpus[g],
+                                                                 .owner = &p->owner,
+                                                                 .util = -1 };
+                        }
+                        s->procs++;
+                        if (p->used_memory != GH_UNKNOWN_U64) {
+                                s->memory += p->used_memory;
+                                s->memory_known = true;
+                        }
+                        if (p->sm_util >= 0)
+                                s->util = s->util < 0                  ? p->sm_util
+                                          : s->util + p->sm_util > 100 ? 100
+                                                                       : s->util + p->sm_util;
+                }
+        }
+        *nout = n;
+        return out;
+}
+
+void gh_usage_unowned(const struct gh_gpu *gpu, struct gh_unowned *u)
+{
+        *u = (struct gh_unowned) { .known = gpu->usage != NULL };
+        for (size_t i = 0; gpu->usage && i < gpu->usage->nprocs; i++) {
+                const struct gh_gpu_proc *p = &gpu->usage->procs[i];
+                uint64_t m = p->used_memory == GH_UNKNOWN_U64 ? 0 : p->used_memory;
+                if (!gh_owner_unowned(p->owner.kind))
+                        continue;
+                u->procs++;
+                if (p->used_memory == GH_UNKNOWN_U64)
+                        u->known = false;
+                if (p->owner.kind == GH_OWNER_CONTAINER_GONE)
+                        u->container_gone += m;
+                else if (p->owner.kind == GH_OWNER_MPS_STOPPED)
+                        u->mps_stopped += m;
+                else
+                        u->host += m;
+        }
+}

@@ -322,8 +322,8 @@ int gh_container_find(const char *id, const char *const *state_roots, struct gh_
 
         memset(out, 0, sizeof(*out));
         if (idlen < 4 || idlen >= GH_CONTAINER_ID_MAX || !take_id(id, idlen, out->id) || id[0] == '.')
-                return gh_err(err, EINVAL,
-                              "bad container id '%s'; give the id (or a unique prefix of 4 or more characters)", id);
+                return gh_err_usage(
+                        err, "bad container id '%s'; give the id (or a unique prefix of 4 or more characters)", id);
         while (state_roots != NULL && state_roots[nextra] != NULL)
                 nextra++;
         bool exact = false;
@@ -354,7 +354,7 @@ int gh_container_find(const char *id, const char *const *state_roots, struct gh_
                               "directories; pass --state-dir=DIR for another runtime root, or --pid=PID",
                               id);
         if (found > 1)
-                return gh_err(err, EINVAL, "container id prefix '%s' is ambiguous; give more characters", id);
+                return gh_err_usage(err, "container id prefix '%s' is ambiguous; give more characters", id);
         if (read_state(dir, runtime, out, err) < 0)
                 return gh_err_wrap(err, "container %s", out->id);
         if (kill(out->pid, 0) < 0 && errno == ESRCH)

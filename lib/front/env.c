@@ -11,6 +11,7 @@
 #include "mps.h"
 #include "log.h"
 #include "require.h"
+#include "strutil.h"
 
 #define VOLUME_MOUNT_ROOT "/var/run/nvidia-container-devices"
 
@@ -29,15 +30,13 @@ static int env_get(const struct env *e, const char *name, const char **value, gh
         return 0;
 }
 
-static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
 /* Trimmed copy of s. */
 static char *strip(const char *s)
 {
         const char *e = s + strlen(s);
-        while (is_blank(*s))
+        while (gh_is_blank(*s))
                 s++;
-        while (e > s && is_blank(e[-1]))
+        while (e > s && gh_is_blank(e[-1]))
                 e--;
         return strndup(s, (size_t) (e - s));
 }
@@ -48,9 +47,9 @@ static bool list_has_void(const char *list)
 {
         for (const char *p = list; p != NULL; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
                 const char *s = p, *e = strchrnul(p, ',');
-                while (s < e && is_blank(*s))
+                while (s < e && gh_is_blank(*s))
                         s++;
-                while (e > s && is_blank(e[-1]))
+                while (e > s && gh_is_blank(e[-1]))
                         e--;
                 if (e - s == 4 && strncasecmp(s, "void", 4) == 0)
                         return true;

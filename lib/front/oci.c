@@ -7,79 +7,15 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "json.h"
 #include "oci.h"
 #include "podrecord.h"
+#include "proc.h"
 #include "readfile.h"
-#include "utf8.h"
 
 #define CAP_SYS_ADMIN_NAME "CAP_SYS_ADMIN"
 
-/* One pass before jansson: its own messages for these cases ("unable to decode byte", "maximum
- * parsing depth reached" at 2048) neither say what to fix nor stop early enough. */
-static int json_precheck(const char *buf, size_t len, const char *what, gh_error_t *err)
-{
-        const unsigned char *s = (const unsigned char *) buf;
-        bool in_string = false;
-        size_t depth = 0, i = 0;
-
-        while (i < len) {
-                unsigned char c = s[i];
-                if (c >= 0x80) {
-                        size_t l = gh_utf8_seq(s + i, len - i);
-                        if (l == 0)
-                                return gh_err(err, 0,
-                                              "%s is not valid UTF-8 (byte 0x%02x at offset %zu); fix the encoding",
-                                              what, c, i);
-                        i += l;
-                        continue;
-                }
-                if (c == '\0')
-                        return gh_err(err, 0, "%s contains a NUL byte at offset %zu; it must be JSON text", what, i);
-                if (in_string) {
-                        if (c == '\\')
-                                i++;
-                        else if (c == '"')
-                                in_string = false;
-                } else if (c == '"') {
-                        in_string = true;
-                } else if (c == '{' || c == '[') {
-                        if (++depth > GH_JSON_MAX_DEPTH)
-                                return gh_err(err, 0, "%s nests JSON deeper than %d levels; refusing it", what,
-                                              GH_JSON_MAX_DEPTH);
-                } else if ((c == '}' || c == ']') && depth > 0) {
-                        depth--;
-                }
-                i++;
-        }
-        return 0;
-}
-
-json_t *gh_json_parse(const char *buf, size_t len, const char *what, gh_error_t *err)
-{
-        json_error_t jerr;
-        size_t blank = 0;
-        json_t *j;
-
-        while (blank < len && strchr(" \t\r\n", buf[blank]) != NULL && buf[blank] != '\0')
-                blank++;
-        if (blank == len) {
-                gh_err(err, 0, "%s is empty; expected a JSON object", what);
-                return NULL;
-        }
-        if (json_precheck(buf, len, what, err) < 0)
-                return NULL;
-        j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
-        if (j == NULL) {
-                gh_err(err, 0, "%s is not valid JSON: line %d column %d: %s", what, jerr.line, jerr.column, jerr.text);
-                return NULL;
-        }
-        if (!json_is_object(j)) {
-                json_decref(j);
-                gh_err(err, 0, "%s is not a JSON object", what);
-                return NULL;
-        }
-        return j;
-}
+const char *const gh_oci_hooks_dirs[] = { GH_OCI_HOOKS_DIR_VENDOR, GH_OCI_HOOKS_DIR_ADMIN, NULL };
 
 /* Copies an optional string member; a member of another type is an error naming it. */
 static int get_string(json_t *obj, const char *key, const char *what, char **out, gh_error_t *err)
@@ -116,7 +52,7 @@ static int state_parse(const char *buf, size_t len, struct gh_oci_state *state, 
                 return -1;
         pid = json_object_get(j, "pid");
         if (pid != NULL && !json_is_null(pid)) {
-                if (!json_is_integer(pid) || json_integer_value(pid) < 0 || json_integer_value(pid) > (1 << 22))
+                if (!json_is_integer(pid) || json_integer_value(pid) < 0 || json_integer_value(pid) > GH_PID_MAX)
                         return gh_err(err, 0, "%s: \"pid\" must be a process id", what);
                 state->pid = (pid_t) json_integer_value(pid);
         }

@@ -12,11 +12,11 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "json.h"
 #include "usage.h"
 
 #define GH_OCI_STATE_MAX (1u << 20)   /* 1 MiB: a state is a few hundred bytes plus annotations */
 #define GH_OCI_CONFIG_MAX (16u << 20) /* 16 MiB: config.json with a large environment */
-#define GH_JSON_MAX_DEPTH 64          /* far deeper than any spec; stops stack-eating input early */
 
 struct gh_oci_state {
         char *oci_version;
@@ -53,12 +53,14 @@ struct gh_oci_spec {
         struct gh_pod pod; /* the pod CRI annotations name (podrecord.h); all "" when none */
 };
 
+/* Where podman and CRI-O look for OCI hook files (hooks.d), the one list: packages install to
+ * the first, administrators (and gpu-cli setup) to the second. */
+#define GH_OCI_HOOKS_DIR_VENDOR "/usr/share/containers/oci/hooks.d"
+#define GH_OCI_HOOKS_DIR_ADMIN "/etc/containers/oci/hooks.d"
+extern const char *const gh_oci_hooks_dirs[]; /* both, NULL-terminated */
+
 /* The annotation by which an orchestrator (never an image) puts a container in an MPS group. */
 #define GH_OCI_ANNOTATION_MPS_GROUP "org.gpu-hook.mps-group"
-
-/* Parses a JSON document: checks UTF-8 and nesting depth first (so the message says which), then
- * loads it with jansson, rejecting duplicate keys.  `what` names the input in messages. */
-json_t *gh_json_parse(const char *buf, size_t len, const char *what, gh_error_t *err);
 
 int gh_oci_state_parse(const char *buf, size_t len, struct gh_oci_state *state, gh_error_t *err);
 /* Reads the state from fd (stdin for a hook), bounded by GH_OCI_STATE_MAX. */
@@ -75,12 +77,5 @@ void gh_oci_spec_free(struct gh_oci_spec *spec);
 
 /* The value of NAME in a "K=V" list, the last duplicate winning; NULL when unset. */
 const char *gh_oci_getenv(char *const *env, size_t n, const char *name);
-
-static inline void gh_json_decrefp(json_t **j)
-{
-        if (*j)
-                json_decref(*j);
-}
-#define _cleanup_json_ __attribute__((cleanup(gh_json_decrefp)))
 
 #endif

@@ -194,7 +194,7 @@ int gh_record_load(int dirfd, const char *id, struct gh_record *r, gh_error_t *e
                 else if (strcmp(k, "id") == 0)
                         gh_pod_clean(r->id, sizeof(r->id), v, strlen(v));
                 else if (strcmp(k, "pid") == 0)
-                        r->pid = (pid_t) number(v, 1u << 22, &ok);
+                        ok = ok && gh_parse_pid(v, &r->pid) == 0;
                 else if (strcmp(k, "starttime") == 0)
                         r->starttime = number(v, ~0ULL, &ok);
                 else if (strcmp(k, "pod") == 0)
@@ -239,16 +239,9 @@ long gh_record_collect(int dir, bool (*keep)(const char *id, void *data), void *
                 _cleanup_error_ gh_error_t e = NULL;
                 struct gh_record r;
                 if (de->d_name[0] == '.') {
-                        /* a writer's temporary (".ID.PID.RANDOM", util/file.h) whose writer is gone */
-                        char *last = strrchr(de->d_name, '.'), *q = last, *end = NULL;
-                        long pid = 0;
-                        while (q != NULL && q > de->d_name && q[-1] != '.')
-                                q--;
-                        if (q != NULL && q > de->d_name + 1 && q < last)
-                                pid = strtol(q, &end, 10);
-                        if (end != last)
-                                pid = 0;
-                        if (pid > 0 && kill((pid_t) pid, 0) < 0 && errno == ESRCH)
+                        /* a writer's temporary (util/file.h) whose writer is gone */
+                        pid_t pid;
+                        if (gh_write_temp_writer(de->d_name, &pid) == 0 && kill(pid, 0) < 0 && errno == ESRCH)
                                 unlinkat(dirfd(d), de->d_name, 0);
                         continue;
                 }

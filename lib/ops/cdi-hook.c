@@ -11,6 +11,7 @@
 #include "caps.h"
 #include "cdi-hook.h"
 #include "cleanup.h"
+#include "discover.h"
 #include "devices.h"
 #include "gpus.h"
 #include "ldcache.h"
@@ -24,8 +25,8 @@ int gh_cdi_pair_parse(const char *opt, char *arg, bool b_abs, struct gh_cdi_pair
         char *sep = strstr(arg, "::");
 
         if (sep == NULL || sep == arg || sep[2] == '\0' || (b_abs && sep[2] != '/'))
-                return gh_err(err, EINVAL, "invalid --%s '%s': write it as %s", opt, arg,
-                              b_abs ? "NAME::/ABSOLUTE/PATH" : "A::B");
+                return gh_err_usage(err, "invalid --%s '%s': write it as %s", opt, arg,
+                                    b_abs ? "NAME::/ABSOLUTE/PATH" : "A::B");
         *sep = '\0';
         out->a = arg;
         out->b = sep + 2;
@@ -162,11 +163,9 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
             gh_caps_enter(GH_PHASE_DISCOVER, err) < 0)
                 goto out;
         phase(o, "check");
-        droot = gh_rootfs_open(o->root, err);
-        if (droot < 0) {
-                gh_err_wrap(err, "driver root");
+        droot = gh_driver_root_open(o->root, err);
+        if (droot < 0)
                 goto out;
-        }
         if (build_plan(&plan, o, droot, &spec, err) < 0)
                 goto out;
         phase(o, "plan");

@@ -55,9 +55,12 @@ int gh_cdi_check_mps_name(const char *group, gh_error_t *err);
 /* Validates a vendor ("nvidia.com") or class ("gpu") name as CDI does; -1 with a message naming it. */
 int gh_cdi_check_kind(const char *vendor, const char *class_, gh_error_t *err);
 
-/* Builds the spec for the driver under o->root.  Fails with kind GH_ERR_NO_DRIVER when the root
- * has no driver. */
+/* Builds the spec for the driver under o->root (cdi.c).  Fails with kind GH_ERR_NO_DRIVER when
+ * there is none. */
 int gh_cdi_generate(const struct gh_cdi_opts *o, json_t **spec, gh_error_t *err);
+
+/* ---- the spec we write, as a document and a file (cdi-write.c; reading every spec on the host,
+ * whoever wrote it, is cdi-specs.h) ---- */
 
 /* The lowest cdiVersion that has every feature the spec uses. */
 const char *gh_cdi_min_version(json_t *spec);
@@ -65,5 +68,23 @@ const char *gh_cdi_min_version(json_t *spec);
 /* Compares two specs; returns true when equal, else false with a one-line reason in *why (caller
  * frees): the first device, node, mount or hook argument that differs. */
 bool gh_cdi_same(json_t *want, json_t *have, char **why);
+
+/* Where CDI readers (podman, containerd, CRI-O) look for specs, the one list: specs written once
+ * go to the first, those regenerated at every boot (MPS groups) to the second. */
+#define GH_CDI_DIR_STATIC "/etc/cdi"
+#define GH_CDI_DIR_DYNAMIC "/var/run/cdi"
+extern const char *const gh_cdi_spec_dirs[]; /* both, NULL-terminated */
+
+/* The default spec path: GH_CDI_DIR_STATIC/VENDOR-CLASS.json, or for an MPS group
+ * GH_CDI_DIR_DYNAMIC/VENDOR-CLASS-mps-GROUP.json.  NULL when out of memory; caller frees. */
+char *gh_cdi_default_path(const char *vendor, const char *class_, const char *mps_group);
+
+/* The spec as the text written (indented JSON and a newline); NULL when out of memory. */
+char *gh_cdi_text(json_t *spec);
+
+/* Writes spec to path through the one writer: atomic, synced, mode 0644, its directory made if
+ * missing.  *st (may be NULL): the file written. */
+struct stat;
+int gh_cdi_write(json_t *spec, const char *path, struct stat *st, gh_error_t *err);
 
 #endif

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "file.h"
 #include "devchar.h"
 #include "gpus.h"
 #include "readfile.h"
@@ -203,26 +204,6 @@ int gh_devchar_plan(const char *driver_root, const char *dev_char, bool create_a
         return 0;
 }
 
-/* mkdir -p, 0755 for each directory made. */
-static int make_dirs(const char *dir)
-{
-        char buf[PATH_MAX];
-
-        if (snprintf(buf, sizeof(buf), "%s", dir) >= (int) sizeof(buf))
-                return errno = ENAMETOOLONG, -1;
-        for (char *p = buf + 1;; p++) {
-                if (*p != '/' && *p != '\0')
-                        continue;
-                char c = *p;
-                *p = '\0';
-                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                        return -1;
-                *p = c;
-                if (c == '\0')
-                        return 0;
-        }
-}
-
 /* ---------------------------------------------------------------------------------------------
  * The record. */
 
@@ -267,11 +248,11 @@ static int record_open(const char *path, struct record *r, char *base, size_t bs
 
         memset(r, 0, sizeof(*r));
         if (slash == NULL || slash[1] == '\0' || (size_t) (slash - path) >= sizeof(dir))
-                return gh_err(err, EINVAL, "--record '%s': give an absolute file name", path);
+                return gh_err_usage(err, "--record '%s': give an absolute file name", path);
         snprintf(dir, sizeof(dir), "%.*s", (int) (slash - path), path);
         snprintf(base, bsize, "%s", slash + 1);
-        if (dir[0] != '\0' && make_dirs(dir) < 0)
-                return gh_err(err, errno, "creating %s", dir);
+        if (dir[0] != '\0' && gh_mkdir_p_trusted(AT_FDCWD, dir, 0755, err) < 0)
+                return -1;
         dfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return gh_err(err, errno, "opening %s", dir);
@@ -308,11 +289,12 @@ static int record_open(const char *path, struct record *r, char *base, size_t bs
         return dfd;
 }
 
-/* Writes the record whole through a temp file and rename; an empty record is removed. */
+/* Writes the record whole through the one writer (atomic, synced: --undo needs it after a
+ * reboot); an empty record is removed. */
 static int record_write(int dfd, const char *base, const char *path, const struct record *r, gh_error_t *err)
 {
-        char tmp[NAME_MAX + 16];
-        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
         FILE *f;
 
         if (r->n == 0) {
@@ -320,18 +302,15 @@ static int record_write(int dfd, const char *base, const char *path, const struc
                         return gh_err(err, errno, "removing %s", path);
                 return 0;
         }
-        snprintf(tmp, sizeof(tmp), ".%s.%d", base, (int) getpid());
-        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0 || (f = fdopen(fd, "w")) == NULL)
+        f = open_memstream(&text, &len);
+        if (f == NULL)
                 return gh_err(err, errno, "writing %s", path);
-        fd = -1;
         for (size_t i = 0; i < r->n; i++)
                 fprintf(f, "%s\t%s\n", r->link[i], r->target[i]);
-        if (fflush(f) != 0 || fsync(fileno(f)) < 0 || fclose(f) != 0 || renameat(dfd, tmp, dfd, base) < 0) {
-                int e = errno;
-                unlinkat(dfd, tmp, 0);
-                return gh_err(err, e, "writing %s", path);
-        }
+        if (fclose(f) != 0)
+                return gh_err(err, ENOMEM, "writing %s", path);
+        if (gh_write_file_at(dfd, base, text, len, 0644, GH_WRITE_ATOMIC | GH_WRITE_SYNC, NULL, err) < 0)
+                return gh_err_wrap(err, "the dev-char record");
         return 0;
 }
 
@@ -345,7 +324,7 @@ int gh_devchar_create(const char *dev_char, struct gh_devchar_list *list, const 
         size_t made = 0;
 
         if (!line_safe(dev_char))
-                return gh_err(err, EINVAL, "--dev-char-path must not contain a tab or a newline");
+                return gh_err_usage(err, "--dev-char-path must not contain a tab or a newline");
         for (size_t i = 0; i < list->n; i++)
                 if (list->v[i].state == GH_DEVCHAR_MISSING)
                         made++;
@@ -354,8 +333,8 @@ int gh_devchar_create(const char *dev_char, struct gh_devchar_list *list, const 
         dfd = record_open(record, &rec, base, sizeof(base), err);
         if (dfd < 0)
                 return -1;
-        if (make_dirs(dev_char) < 0)
-                r = gh_err(err, errno, "creating %s", dev_char);
+        if (gh_mkdir_p_trusted(AT_FDCWD, dev_char, 0755, err) < 0)
+                r = -1;
         _cleanup_close_ int cfd = r == 0 ? open(dev_char, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
         if (r == 0 && cfd < 0)
                 r = gh_err(err, errno, "opening %s", dev_char);

@@ -17,7 +17,11 @@
 #include "capability.h"
 #include "cgroup.h"
 #include "cleanup.h"
+#include "discover.h"
 #include "doctor-internal.h"
+#include "doctor-memory.h"
+#include "doctor-mps.h"
+#include "doctor-report.h"
 #include "driver.h"
 #include "env.h"
 #include "oci.h"
@@ -239,7 +243,7 @@ void gh_doctor_container(const struct gh_doctor_opts *o, pid_t pid, const char *
         struct gh_layout layout;
         _cleanup_error_ gh_error_t err = NULL;
         _cleanup_close_ int crootfd = -1;
-        char croot[64], devs[256];
+        char croot[64], devs[256], caps[128];
 
         memset(d, 0, sizeof(*d));
         snprintf(croot, sizeof(croot), "/proc/%d/root", (int) pid);
@@ -266,14 +270,16 @@ void gh_doctor_container(const struct gh_doctor_opts *o, pid_t pid, const char *
                 goto out;
         }
         gh_select_format(&dec.devices, devs, sizeof(devs));
-        gh_doctor_add(d, "gpu-requested", GH_CHECK_OK, NULL, NULL, "%s: devices %s, capabilities 0x%x (%s)",
-                      bundle ? "config.json" : "environment", devs, dec.capabilities,
+        gh_capability_format(dec.capabilities, caps, sizeof(caps));
+        gh_doctor_add(d, "gpu-requested", GH_CHECK_OK, NULL, NULL, "%s: devices %s, capabilities %s (%s)",
+                      bundle ? "config.json" : "environment", devs, caps[0] ? caps : "none",
                       bundle ? bundle : "from /proc/PID/environ");
         gh_doctor_pod(o, pid, d);
         if (!(dec.capabilities & GH_CAP_UTILITY))
                 gh_doctor_add(d, "utility", GH_CHECK_WARN,
                               "nvidia-smi and NVML are not injected: NVIDIA_DRIVER_CAPABILITIES lacks utility.",
-                              "-e NVIDIA_DRIVER_CAPABILITIES=compute,utility", "capabilities 0x%x", dec.capabilities);
+                              "-e NVIDIA_DRIVER_CAPABILITIES=compute,utility", "capabilities %s",
+                              caps[0] ? caps : "none");
         if (dec.mps_group != NULL)
                 gh_doctor_mps_container(o, dec.mps_group, dec.mps_from_env, crootfd, d);
         gh_layout_detect(crootfd, &layout);

@@ -11,7 +11,8 @@
 
 #include "attribute.h"
 #include "cleanup.h"
-#include "doctor-internal.h"
+#include "doctor-memory.h"
+#include "doctor-report.h"
 #include "gpus.h"
 #include "podrecord.h"
 
@@ -89,7 +90,8 @@ void gh_doctor_memory_host(int rootfd, const struct gh_doctor_opts *o, struct gh
                                           "%" PRIu64 " MiB",
                                           nev ? "; " : "", list.gpus[g].index, (int) p->pid, p->owner.comm,
                                           p->owner.mps_group, m >> 20);
-                                nfix = add(fix, sizeof(fix), nfix, "%sgpu-cli mps stop %s", nfix ? "; " : "",
+                                nfix = add(fix, sizeof(fix), nfix, "%sgpu-cli mps%s%s stop %s", nfix ? "; " : "",
+                                           o->mps_dir ? " --mps-dir=" : "", o->mps_dir ? o->mps_dir : "",
                                            p->owner.mps_group);
                         }
                 }

@@ -12,7 +12,8 @@
 #include <sys/stat.h>
 
 #include "cleanup.h"
-#include "doctor-internal.h"
+#include "doctor-mps.h"
+#include "doctor-report.h"
 #include "mps.h"
 #include "oci.h"
 #include "rootfs.h"
@@ -22,6 +23,13 @@ static const char *mps_dir(const struct gh_doctor_opts *o)
         if (o->mps_dir != NULL)
                 return o->mps_dir;
         return o->config && o->config->mps.dir ? o->config->mps.dir : GH_MPS_DEFAULT_DIR;
+}
+
+/* The directory a fix names: NULL when it is the default (the command needs no option). */
+static const char *o_dir(const struct gh_doctor_opts *o)
+{
+        const char *dir = mps_dir(o);
+        return strcmp(dir, GH_MPS_DEFAULT_DIR) == 0 ? NULL : dir;
 }
 
 /* "threads 30%, memory 4096M" */
@@ -34,21 +42,6 @@ static void limits_text(const struct gh_mps_group *g, char *buf, size_t size)
         if (g->memory_mib)
                 snprintf(m, sizeof(m), "memory %lluM", g->memory_mib);
         snprintf(buf, size, "%s, %s", t, m);
-}
-
-/* The command that brings a dead group back with the same GPU and limits. */
-static void restart_fix(const char *dir, const struct gh_mps_group *g, const char *then, char *buf, size_t size)
-{
-        char d[PATH_MAX + 8] = "", t[32] = "", m[48] = "";
-
-        if (strcmp(dir, GH_MPS_DEFAULT_DIR) != 0)
-                snprintf(d, sizeof(d), " --dir=%s", dir);
-        if (g->threads)
-                snprintf(t, sizeof(t), " --threads=%d", g->threads);
-        if (g->memory_mib)
-                snprintf(m, sizeof(m), " --memory=%lluM", g->memory_mib);
-        snprintf(buf, size, "gpu-cli mps%s stop %s && gpu-cli mps%s start %s --device=%s%s%s%s", d, g->name, d, g->name,
-                 g->gpu_uuid, t, m, then ? then : "");
 }
 
 void gh_doctor_mps_host(const struct gh_doctor_opts *o, struct gh_doctor *d)
@@ -67,7 +60,7 @@ void gh_doctor_mps_host(const struct gh_doctor_opts *o, struct gh_doctor *d)
         }
         for (size_t i = 0; i < n; i++) {
                 const struct gh_mps_group *g = &groups[i];
-                char lim[96], fix[PATH_MAX + 256], cause[256];
+                char lim[96], cause[256];
                 limits_text(g, lim, sizeof(lim));
                 if (g->alive) {
                         gh_doctor_add(d, "mps-group", GH_CHECK_OK, NULL, NULL, "%s: daemon %d alive on GPU %u (%s), %s",
@@ -78,10 +71,10 @@ void gh_doctor_mps_host(const struct gh_doctor_opts *o, struct gh_doctor *d)
                          "The control daemon of MPS group %s is gone: containers of the group find no "
                          "MPS server, and new ones cannot join it.",
                          g->name);
-                restart_fix(dir, g, ", then restart the group's containers", fix, sizeof(fix));
-                gh_doctor_add(d, "mps-group", GH_CHECK_FAIL, cause, fix,
+                gh_doctor_add(d, "mps-group", GH_CHECK_FAIL, cause, "then restart the group's containers",
                               "%s: daemon %d is not running (GPU %u, %s; state %s/%s)", g->name, (int) g->pid,
                               g->gpu_index, lim, dir, g->name);
+                gh_doctor_fix_mps(d, GH_FIX_MPS_RESTART, g, o_dir(o));
         }
 }
 
@@ -110,17 +103,18 @@ void gh_doctor_mps_container(const struct gh_doctor_opts *o, const char *name, b
         const char *dir = mps_dir(o),
                    *how = from_env ? "GPU_HOOK_MPS_GROUP" : "annotation " GH_OCI_ANNOTATION_MPS_GROUP;
         struct gh_mps_group g;
-        char lim[96], why[PATH_MAX + 64], cause[512], fix[PATH_MAX + 256];
+        char lim[96], why[PATH_MAX + 64], cause[512];
 
         if (gh_mps_load(dir, name, &g, &err) < 0) {
                 snprintf(cause, sizeof(cause),
                          "The container asks for MPS group %s, which does not exist under %s: its CUDA "
                          "programs find no MPS daemon.",
                          name, dir);
-                snprintf(fix, sizeof(fix),
-                         "gpu-cli mps start %s --device=ID (or pass doctor --mps-dir), then restart the container",
-                         name);
-                gh_doctor_add(d, "mps-group", GH_CHECK_FAIL, cause, fix, "%s=%s: %s", how, name, err->msg);
+                gh_doctor_add(d, "mps-group", GH_CHECK_FAIL, cause, "then restart the container", "%s=%s: %s", how,
+                              name, err->msg);
+                memset(&g, 0, sizeof(g));
+                snprintf(g.name, sizeof(g.name), "%s", name);
+                gh_doctor_fix_mps(d, GH_FIX_MPS_START, &g, o_dir(o));
                 return;
         }
         limits_text(&g, lim, sizeof(lim));
@@ -129,9 +123,9 @@ void gh_doctor_mps_container(const struct gh_doctor_opts *o, const char *name, b
                          "The control daemon of MPS group %s is gone: CUDA programs in the container "
                          "cannot reach an MPS server.",
                          name);
-                restart_fix(dir, &g, ", then restart the container", fix, sizeof(fix));
-                gh_doctor_add(d, "mps-group", GH_CHECK_FAIL, cause, fix, "%s=%s: daemon %d is not running (GPU %u, %s)",
-                              how, name, (int) g.pid, g.gpu_index, lim);
+                gh_doctor_add(d, "mps-group", GH_CHECK_FAIL, cause, "then restart the container",
+                              "%s=%s: daemon %d is not running (GPU %u, %s)", how, name, (int) g.pid, g.gpu_index, lim);
+                gh_doctor_fix_mps(d, GH_FIX_MPS_RESTART, &g, o_dir(o));
                 return;
         }
         if (same_dir(crootfd, GH_MPS_CONTAINER_PIPE_DIR, dir, name, "pipe", why, sizeof(why)) < 0 ||

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,68 +16,25 @@
 
 #include "cdi-specs.h"
 #include "cleanup.h"
+#include "cdi.h"
 #include "devchar.h"
+#include "discover.h"
 #include "doctor-internal.h"
+#include "doctor-memory.h"
+#include "doctor-mps.h"
+#include "doctor-report.h"
 #include "driver.h"
 #include "gpus.h"
 #include "ldcache.h"
 #include "oci.h"
 #include "readfile.h"
 #include "rootfs.h"
+#include "strutil.h"
 
 #define NVIDIA_MAJOR 195
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
 #endif
-
-const char *gh_check_status_name(enum gh_check_status s)
-{
-        return s == GH_CHECK_OK ? "ok" : s == GH_CHECK_WARN ? "warn" : "fail";
-}
-
-void gh_doctor_add(struct gh_doctor *d, const char *name, enum gh_check_status st, const char *cause, const char *fix,
-                   const char *fmt, ...)
-{
-        struct gh_check *grown = realloc(d->checks, (d->n + 1) * sizeof(*grown));
-        va_list ap;
-        char *ev = NULL;
-
-        if (grown == NULL)
-                return;
-        d->checks = grown;
-        va_start(ap, fmt);
-        if (vasprintf(&ev, fmt, ap) < 0)
-                ev = NULL;
-        va_end(ap);
-        d->checks[d->n++] = (struct gh_check) {
-                .name = strdup(name),
-                .status = st,
-                .evidence = ev,
-                .cause = st == GH_CHECK_OK || cause == NULL ? NULL : strdup(cause),
-                .fix = st == GH_CHECK_OK || fix == NULL ? NULL : strdup(fix),
-        };
-}
-
-enum gh_check_status gh_doctor_worst(const struct gh_doctor *d)
-{
-        enum gh_check_status w = GH_CHECK_OK;
-        for (size_t i = 0; i < d->n; i++)
-                if (d->checks[i].status > w)
-                        w = d->checks[i].status;
-        return w;
-}
-
-void gh_doctor_free(struct gh_doctor *d)
-{
-        for (size_t i = 0; i < d->n; i++) {
-                free(d->checks[i].name);
-                free(d->checks[i].evidence);
-                free(d->checks[i].cause);
-                free(d->checks[i].fix);
-        }
-        free(d->checks);
-        memset(d, 0, sizeof(*d));
-}
 
 /* The real file name behind the first 64-bit entry for soname in the root's ld cache. */
 int gh_doctor_cache_lookup(int rootfd, const char *cache_path, const char *soname, char *path, size_t psize, char *file,
@@ -105,7 +61,7 @@ int gh_doctor_cache_lookup(int rootfd, const char *cache_path, const char *sonam
         _cleanup_free_ char *real = lib >= 0 ? gh_fd_path(lib) : NULL;
         if (lib < 0)
                 return gh_err_wrap(err, "%s (from %s)", soname, cache_path);
-        snprintf(file, fsize, "%s", real && strrchr(real, '/') ? strrchr(real, '/') + 1 : path);
+        snprintf(file, fsize, "%s", real && strchr(real, '/') ? gh_base_name(real) : path);
         return r;
 }
 
@@ -220,9 +176,7 @@ static void check_persistenced(int rootfd, struct gh_doctor *d)
 /* podman and CRI-O: a hooks.d file that runs gpu-hook (or NVIDIA's hook). */
 static void check_hooks_dirs(const struct gh_doctor_opts *o, struct gh_doctor *d)
 {
-        static const char *const defaults[] = { "/usr/share/containers/oci/hooks.d", "/etc/containers/oci/hooks.d",
-                                                NULL };
-        const char *const *dirs = o->hooks_dirs ? o->hooks_dirs : defaults;
+        const char *const *dirs = o->hooks_dirs ? o->hooks_dirs : gh_oci_hooks_dirs;
         char searched[512] = "";
 
         for (size_t i = 0; dirs[i] != NULL; i++) {
@@ -251,7 +205,7 @@ static void check_hooks_dirs(const struct gh_doctor_opts *o, struct gh_doctor *d
                                 continue;
                         }
                         const char *hp = json_string_value(json_object_get(json_object_get(j, "hook"), "path"));
-                        const char *base = hp && strrchr(hp, '/') ? strrchr(hp, '/') + 1 : hp;
+                        const char *base = hp ? gh_base_name(hp) : NULL;
                         if (base == NULL ||
                             (strcmp(base, "gpu-hook") != 0 && strcmp(base, "nvidia-container-toolkit") != 0 &&
                              strcmp(base, "nvidia-container-runtime-hook") != 0))
@@ -270,8 +224,8 @@ static void check_hooks_dirs(const struct gh_doctor_opts *o, struct gh_doctor *d
         }
         gh_doctor_add(d, "hooks.d", GH_CHECK_WARN,
                       "No hooks.d file runs gpu-hook, so podman and CRI-O start GPU containers without GPUs.",
-                      "install -m 644 contrib/hooks.d/oci-gpu-hook.json /usr/share/containers/oci/hooks.d/",
-                      "searched %s", searched);
+                      "install -m 644 contrib/hooks.d/oci-gpu-hook.json " GH_OCI_HOOKS_DIR_VENDOR "/", "searched %s",
+                      searched);
 }
 
 static bool on_path(const char *name, char *found, size_t size)
@@ -317,9 +271,8 @@ static bool docker_runtimes(const char *conf, struct gh_doctor *d, char *ev, siz
         if (json_is_object(runtimes)) {
                 json_object_foreach (runtimes, name, rt) {
                         const char *path = json_string_value(json_object_get(rt, "path"));
-                        const char *base = path ? strrchr(path, '/') : NULL;
+                        const char *base = path ? gh_base_name(path) : NULL;
                         bool is_default = deflt && strcmp(deflt, name) == 0;
-                        base = base ? base + 1 : path;
                         if (base == NULL ||
                             (strcmp(base, "gpu-runtime") != 0 && strcmp(base, "nvidia-container-runtime") != 0))
                                 continue;
@@ -406,13 +359,12 @@ static void add_conflict(const struct gh_cdi_set *set, size_t a, size_t b, const
  * stale for the loaded driver, or defines a device that another spec of its directory defines too. */
 static void check_cdi(const struct gh_doctor_opts *o, const char *version, struct gh_doctor *d)
 {
-        static const char *const defaults[] = { "/etc/cdi", "/var/run/cdi", NULL };
         _cleanup_error_ gh_error_t err = NULL;
         struct gh_cdi_set set;
         char ev[1024] = "";
         size_t problems = 0;
 
-        if (gh_cdi_set_load(o->cdi_dirs ? o->cdi_dirs : defaults, NULL, version, &set, &err) < 0) {
+        if (gh_cdi_set_load(o->cdi_dirs ? o->cdi_dirs : gh_cdi_spec_dirs, NULL, version, &set, &err) < 0) {
                 gh_doctor_add(d, "cdi", GH_CHECK_WARN, "The CDI specs could not be read.",
                               "free memory and run it again", "%s", err->msg);
                 return;
@@ -436,7 +388,7 @@ static void check_cdi(const struct gh_doctor_opts *o, const char *version, struc
                         problems++;
                 } else {
                         size_t used = strlen(ev);
-                        const char *b = p && strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+                        const char *b = p ? gh_base_name(p) : NULL;
                         snprintf(ev + used, sizeof(ev) - used, "%s%s (%s)", used ? ", " : "", b ? b : "?",
                                  gh_cdi_writer_name(sp->writer));
                 }
@@ -569,7 +521,7 @@ void gh_doctor_host(const struct gh_doctor_opts *o, struct gh_doctor *d)
         char version[GH_VERSION_MAX];
 
         memset(d, 0, sizeof(*d));
-        rootfd = gh_rootfs_open(o->root, &err);
+        rootfd = gh_driver_root_open(o->root, &err);
         if (rootfd < 0 || gh_gpus_driver_version(rootfd, version, sizeof(version), &err) < 0) {
                 gh_doctor_add(d, "driver", GH_CHECK_FAIL,
                               "The NVIDIA kernel module is not loaded, so no container can use a GPU.",

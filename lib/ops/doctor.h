@@ -11,15 +11,27 @@
 
 #include "error.h"
 #include "hookconfig.h"
+#include "mps.h"
 
 enum gh_check_status { GH_CHECK_OK, GH_CHECK_WARN, GH_CHECK_FAIL };
+
+/* A fix that is a gpu-cli command: the library says which command and for what; the front end
+ * writes the command line in its own syntax (cli/doctor.c), followed by the check's fix text. */
+enum gh_fix_command {
+        GH_FIX_TEXT = 0,    /* no command: fix is the whole fix */
+        GH_FIX_MPS_START,   /* start MPS group mps->name (on a GPU the user picks) */
+        GH_FIX_MPS_RESTART, /* stop MPS group mps->name and start it again on its GPU with its limits */
+};
 
 struct gh_check {
         char *name; /* "driver", "device-nodes", ... (stable, for scripts) */
         enum gh_check_status status;
         char *evidence; /* what was seen */
         char *cause;    /* NULL when ok */
-        char *fix;      /* NULL when ok */
+        char *fix;      /* NULL when ok (or, with a command, nothing to add to it) */
+        enum gh_fix_command command;
+        struct gh_mps_group *mps; /* the group the command is for */
+        char *mps_dir;            /* where it lives; NULL: the default */
 };
 
 struct gh_doctor {
@@ -34,8 +46,8 @@ struct gh_doctor_opts {
         const char *ldcache; /* NULL: etc/ld.so.cache under root */
         uid_t uid;           /* NVML service identity; (uid_t) -1: overflow */
         gid_t gid;
-        const char *const *hooks_dirs;  /* NULL: the standard hooks.d directories */
-        const char *const *cdi_dirs;    /* NULL: /etc/cdi, /var/run/cdi */
+        const char *const *hooks_dirs;  /* NULL: gh_oci_hooks_dirs */
+        const char *const *cdi_dirs;    /* NULL: gh_cdi_spec_dirs */
         const char *docker_config;      /* NULL: /etc/docker/daemon.json */
         enum gh_cgroup_manager manager; /* AUTO: systemd when /run/systemd/system exists */
         const struct gh_config *config; /* the hook's configuration (policy for the decision) */

@@ -1,5 +1,5 @@
-/* The CDI spec of an MPS group (mps-daemon.h, docs/mps.md): `gpu-cli mps start` writes it and records
- * here what it wrote, `mps stop` removes that file, and only that file. */
+/* The CDI spec of an MPS group (mps-cdi.h, docs/mps.md): written and recorded for start, removed
+ * for stop. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -9,13 +9,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cdi-specs.h"
 #include "cleanup.h"
+#include "oci.h"
 #include "log.h"
-#include "mps-daemon.h"
+#include "mps-cdi.h"
+#include "mps.h"
 
 #define RECORD_FILE "cdi-spec"
 
-int gh_mps_cdi_record(const char *dir, const char *name, const struct gh_mps_cdi *c, gh_error_t *err)
+static int record(const char *dir, const char *name, const struct gh_mps_cdi *c, gh_error_t *err)
 {
         char path[PATH_MAX], buf[GH_MPS_KV_MAX];
         int len;
@@ -23,7 +26,7 @@ int gh_mps_cdi_record(const char *dir, const char *name, const struct gh_mps_cdi
         if (gh_mps_name_check(name, err) < 0)
                 return -1;
         if (strchr(c->path, '\n') != NULL || strchr(c->kind, '\n') != NULL)
-                return gh_err(err, EINVAL, "the CDI spec path '%s' holds a newline", c->path);
+                return gh_err_usage(err, "the CDI spec path '%s' holds a newline", c->path);
         len = snprintf(buf, sizeof(buf), "path=%s\nkind=%s\ndev=%llu\nino=%llu\n", c->path, c->kind,
                        (unsigned long long) c->dev, (unsigned long long) c->ino);
         if (len < 0 || len >= (int) sizeof(buf))
@@ -31,6 +34,45 @@ int gh_mps_cdi_record(const char *dir, const char *name, const struct gh_mps_cdi
         gh_mps_group_path(path, sizeof(path), dir, name, RECORD_FILE);
         if (gh_mps_kv_write(path, buf, err) < 0)
                 return gh_err_wrap(err, "recording the CDI spec of MPS group '%s'", name);
+        return 0;
+}
+
+int gh_mps_cdi_write(const struct gh_cdi_opts *o, const char *want, char **written, gh_error_t *err)
+{
+        _cleanup_json_ json_t *spec = NULL, *old = NULL;
+        _cleanup_free_ char *path = NULL, *device = NULL;
+        struct gh_mps_cdi rec = { 0 };
+        struct stat st;
+
+        *written = NULL;
+        path = want != NULL ? strdup(want) : gh_cdi_default_path(o->vendor, o->class_, o->mps_group);
+        if (path == NULL || asprintf(&device, GH_CDI_MPS_PREFIX "%s", o->mps_group) < 0)
+                return gh_err(err, ENOMEM, "writing the CDI spec");
+        if (lstat(path, &st) == 0) {
+                json_t *devs, *name;
+                if (gh_cdi_spec_read(path, &old, err) < 0 ||
+                    json_array_size(devs = json_object_get(old, "devices")) != 1 ||
+                    !json_is_string(name = json_object_get(json_array_get(devs, 0), "name")) ||
+                    strcmp(json_string_value(name), device) != 0) {
+                        gh_error_free(err);
+                        return gh_err(err, EEXIST,
+                                      "not replacing %s: it is not a CDI spec of MPS group '%s'; remove it or "
+                                      "give --cdi-spec=FILE",
+                                      path, o->mps_group);
+                }
+        }
+        if (gh_cdi_generate(o, &spec, err) < 0 || gh_cdi_write(spec, path, &st, err) < 0)
+                return -1;
+        snprintf(rec.path, sizeof(rec.path), "%s", path);
+        snprintf(rec.kind, sizeof(rec.kind), "%s", json_string_value(json_object_get(spec, "kind")));
+        rec.dev = st.st_dev;
+        rec.ino = st.st_ino;
+        if (record(o->mps_dir, o->mps_group, &rec, err) < 0) {
+                /* stop could not find it: it goes now */
+                unlink(path);
+                return -1;
+        }
+        *written = steal_pointer(&path);
         return 0;
 }
 

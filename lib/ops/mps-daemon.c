@@ -22,8 +22,9 @@
 
 #include "capability.h"
 #include "cleanup.h"
-#include "driver.h"
+#include "file.h"
 #include "log.h"
+#include "mps-cdi.h"
 #include "mps-daemon.h"
 #include "proc.h"
 
@@ -51,12 +52,9 @@ static void kill_session(pid_t sid)
         struct dirent *de;
 
         while (d && (de = readdir(d)) != NULL) {
-                char *end;
-                long pid = strtol(de->d_name, &end, 10);
-                if (*end != '\0' || pid <= 0)
-                        continue;
-                if (getsid((pid_t) pid) == sid)
-                        kill((pid_t) pid, SIGKILL);
+                pid_t pid;
+                if (gh_parse_pid(de->d_name, &pid) == 0 && getsid(pid) == sid)
+                        kill(pid, SIGKILL);
         }
 }
 
@@ -95,13 +93,12 @@ static size_t group_members(const char *group, pid_t daemon, struct member *m, s
 
         snprintf(needle, sizeof(needle), "CUDA_MPS_PIPE_DIRECTORY=%s/pipe", group);
         while (d && n < max && (de = readdir(d)) != NULL) {
-                char *end;
-                long pid = strtol(de->d_name, &end, 10);
-                if (*end != '\0' || pid <= 0 || pid == getpid())
+                pid_t pid;
+                if (gh_parse_pid(de->d_name, &pid) < 0 || pid == getpid())
                         continue;
-                if (getsid((pid_t) pid) == daemon || environ_has((pid_t) pid, needle)) {
-                        m[n].pid = (pid_t) pid;
-                        m[n].start = gh_proc_starttime((pid_t) pid);
+                if (getsid(pid) == daemon || environ_has(pid, needle)) {
+                        m[n].pid = pid;
+                        m[n].start = gh_proc_starttime(pid);
                         if (m[n].start)
                                 n++;
                 }
@@ -145,22 +142,9 @@ static int open_base(const char *dir, bool create, gh_error_t *err)
         struct stat st;
         int fd;
 
-        if (create) {
-                /* mkdir -p of a trusted host path (the default or an administrator's choice) */
-                _cleanup_free_ char *p = strdup(dir);
-                if (p == NULL)
-                        return gh_err(err, ENOMEM, "creating %s", dir);
-                for (char *s = p + 1; *s; s++) {
-                        if (*s != '/')
-                                continue;
-                        *s = '\0';
-                        if (mkdir(p, 0755) < 0 && errno != EEXIST)
-                                return gh_err(err, errno, "creating %s", p);
-                        *s = '/';
-                }
-                if (mkdir(p, 0755) < 0 && errno != EEXIST)
-                        return gh_err(err, errno, "creating %s", p);
-        }
+        /* mkdir -p of a trusted host path (the default or an administrator's choice) */
+        if (create && gh_mkdir_p_trusted(AT_FDCWD, dir, 0755, err) < 0)
+                return -1;
         fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return gh_err(err, errno, "opening the MPS group directory %s", dir);
@@ -289,70 +273,6 @@ int gh_mps_control(const char *dir, const char *name, const char *control, const
         }
         *output = out;
         return 0;
-}
-
-int gh_mps_clients(const char *dir, const char *name, const char *control, pid_t **pids, size_t *n, gh_error_t *err)
-{
-        _cleanup_free_ char *servers = NULL;
-        char *save = NULL;
-
-        *pids = NULL;
-        *n = 0;
-        if (gh_mps_control(dir, name, control, "get_server_list\n", &servers, err) < 0)
-                return -1;
-        for (char *s = servers, *tok; (tok = strtok_r(s, " \t\n", &save)) != NULL; s = NULL) {
-                _cleanup_free_ char *clients = NULL;
-                _cleanup_error_ gh_error_t e = NULL;
-                char *end, cmd[64], *save2 = NULL;
-                long server = strtol(tok, &end, 10);
-                if (*end != '\0' || server <= 0)
-                        continue;
-                snprintf(cmd, sizeof(cmd), "get_client_list %ld\n", server);
-                if (gh_mps_control(dir, name, control, cmd, &clients, &e) < 0)
-                        continue; /* the server went away meanwhile */
-                for (char *c = clients, *t; (t = strtok_r(c, " \t\n", &save2)) != NULL; c = NULL) {
-                        long pid = strtol(t, &end, 10);
-                        if (*end != '\0' || pid <= 0 || pid > INT_MAX)
-                                continue;
-                        pid_t *grown = realloc(*pids, (*n + 1) * sizeof(pid_t));
-                        if (grown == NULL) {
-                                free(*pids);
-                                *pids = NULL;
-                                *n = 0;
-                                return gh_err(err, ENOMEM, "listing the clients of MPS group '%s'", name);
-                        }
-                        *pids = grown;
-                        (*pids)[(*n)++] = (pid_t) pid;
-                }
-        }
-        return 0;
-}
-
-int gh_mps_find_control(int rootfd, const char *root, const char *ldcache, char **path, gh_error_t *err)
-{
-        struct gh_driver_opts o = { .caps = GH_CAP_COMPUTE,
-                                    .ldcache = ldcache,
-                                    .no_persistenced = true,
-                                    .no_fabricmanager = true,
-                                    .no_gsp_firmware = true };
-        struct gh_driver *drv = NULL;
-        int r = -1;
-
-        *path = NULL;
-        if (gh_driver_discover(rootfd, &o, &drv, err) < 0)
-                return -1;
-        for (size_t i = 0; i < drv->bins.n; i++) {
-                const char *p = drv->bins.v[i].path, *base = strrchr(p, '/');
-                if (strcmp(base ? base + 1 : p, GH_MPS_CONTROL) == 0) {
-                        r = asprintf(path, "%s%s", strcmp(root, "/") == 0 ? "" : root, p) < 0 ? -1 : 0;
-                        break;
-                }
-        }
-        gh_driver_free(drv);
-        if (r < 0 && *path == NULL)
-                return gh_err(err, 0,
-                              "the driver under %s has no " GH_MPS_CONTROL "; install the driver's MPS programs", root);
-        return r;
 }
 
 /* Child side of the daemon start: never returns. */
@@ -501,7 +421,7 @@ int gh_mps_start(const struct gh_mps_start *o, struct gh_mps_group *out, gh_erro
         if (gh_mps_name_check(o->name, err) < 0)
                 return -1;
         if (o->threads < 0 || o->threads > 100)
-                return gh_err(err, 0, "invalid --threads=%d: give a percentage from 1 to 100", o->threads);
+                return gh_err_usage(err, "invalid --threads=%d: give a percentage from 1 to 100", o->threads);
         base = open_base(gh_mps_dir(o->dir), true, err);
         if (base < 0)
                 return -1;

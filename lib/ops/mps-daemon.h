@@ -1,7 +1,7 @@
 /* MPS groups' control daemons (docs/mps.md): one nvidia-cuda-mps-control per group, started in a
  * new session and a private mount namespace (its own /dev/shm), stopped with everything it
  * started.  The group directory and its state files are core/mps.h; the CDI spec written for a
- * group is recorded by mps-cdi.c. */
+ * group is recorded by mps-cdi.c; the group's clients are mps-clients.h. */
 #ifndef GH_MPS_DAEMON_H
 #define GH_MPS_DAEMON_H
 
@@ -35,30 +35,5 @@ int gh_mps_stop(const char *dir, const char *name, const char *control, int time
  * stdout in *output (caller frees).  A client that exits non-zero is an error quoting its output. */
 int gh_mps_control(const char *dir, const char *name, const char *control, const char *commands, char **output,
                    gh_error_t *err);
-
-/* The pids of a group's connected clients (get_server_list, then get_client_list of each server),
- * as the daemon reports them (host pids); *pids is NULL when n is 0 (caller frees). */
-int gh_mps_clients(const char *dir, const char *name, const char *control, pid_t **pids, size_t *n, gh_error_t *err);
-
-/* The host path of nvidia-cuda-mps-control of the driver under root (rootfd open on it). */
-int gh_mps_find_control(int rootfd, const char *root, const char *ldcache, char **path, gh_error_t *err);
-
-/* The CDI spec written for a group (lib/ops/mps-cdi.c). */
-struct gh_mps_cdi {
-        char path[PATH_MAX];
-        char kind[256]; /* VENDOR/CLASS: the device is KIND=mps-NAME */
-        dev_t dev;      /* the file written (a file put in its place since is not ours) */
-        ino_t ino;
-};
-
-/* Records in the group's directory the spec written for it. */
-int gh_mps_cdi_record(const char *dir, const char *name, const struct gh_mps_cdi *c, gh_error_t *err);
-
-/* The spec recorded for a group: 1 with *c filled, 0 when none is recorded, -1 on error. */
-int gh_mps_cdi_load(const char *dir, const char *name, struct gh_mps_cdi *c, gh_error_t *err);
-
-/* Removes the recorded spec when that file is still the one written (same device and inode, a
- * regular file); a file that is gone is no error, one replaced since is left alone with an error. */
-int gh_mps_cdi_remove(const char *dir, const char *name, gh_error_t *err);
 
 #endif

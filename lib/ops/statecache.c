@@ -313,7 +313,7 @@ static int split_path(const char *path, char **dir, const char **base, gh_error_
         const char *slash = strrchr(path, '/');
 
         if (path[0] != '/' || slash == NULL || slash[1] == '\0')
-                return gh_err(err, EINVAL, "driver-state cache '%s': use an absolute file path", path);
+                return gh_err_usage(err, "driver-state cache '%s': use an absolute file path", path);
         *base = slash + 1;
         *dir = slash == path ? strdup("/") : strndup(path, (size_t) (slash - path));
         if (*dir == NULL)

@@ -7,7 +7,7 @@
 #include <yaml.h>
 
 #include "cleanup.h"
-#include "oci.h" /* GH_JSON_MAX_DEPTH */
+#include "json.h" /* GH_JSON_MAX_DEPTH */
 #include "yaml-read.h"
 
 #define YAML_SONAME "libyaml-0.so.2"

@@ -48,16 +48,13 @@ static char *one_line(char *s)
         return out;
 }
 
-int gh_err(gh_error_t *err, int errnum, const char *fmt, ...)
+__attribute__((format(printf, 3, 0))) static int verr(gh_error_t *err, int errnum, const char *fmt, va_list ap)
 {
-        va_list ap;
         char *msg, *full = NULL;
 
         if (err == NULL)
                 return -1;
-        va_start(ap, fmt);
         msg = vformat(fmt, ap);
-        va_end(ap);
         if (msg != NULL && errnum > 0) {
                 if (asprintf(&full, "%s: %s", msg, strerror(errnum)) < 0)
                         full = NULL;
@@ -74,6 +71,26 @@ int gh_err(gh_error_t *err, int errnum, const char *fmt, ...)
         (*err)->kind = errnum > 0 ? GH_ERR_SYSTEM : GH_ERR_FAILURE;
         (*err)->msg = msg != NULL ? one_line(msg) : strdup("out of memory");
         return -1;
+}
+
+int gh_err(gh_error_t *err, int errnum, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        verr(err, errnum, fmt, ap);
+        va_end(ap);
+        return -1;
+}
+
+int gh_err_usage(gh_error_t *err, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        verr(err, 0, fmt, ap);
+        va_end(ap);
+        return gh_err_kind(err, GH_ERR_USAGE);
 }
 
 int gh_err_wrap(gh_error_t *err, const char *fmt, ...)

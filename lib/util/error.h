@@ -3,9 +3,9 @@
  * Functions that can fail take `gh_error_t *err` last and return a negative value after filling it.
  * Callers add context on the way up with gh_err_wrap(); only main() prints the message and picks
  * the exit status, from the error's kind (gh_error_exit_status: one table for every command).
- * gh_err() makes a SYSTEM error when given an errno, else a FAILURE; the few places that know
- * better set the kind (gh_err_kind): usage errors, "no driver", "requirement not met".  The errno
- * (code) never stands for a kind.  An error owns its message; free it with gh_error_free() or _cleanup_error_. */
+ * gh_err() makes a SYSTEM error when given an errno, else a FAILURE; usage errors are made by
+ * gh_err_usage(); the few places that know "no driver" or "requirement not met" set the kind
+ * (gh_err_kind).  The errno (code) never stands for a kind.  An error owns its message; free it with gh_error_free() or _cleanup_error_. */
 #ifndef GH_ERROR_H
 #define GH_ERROR_H
 
@@ -17,6 +17,10 @@ typedef struct gpuhook_error *gh_error_t;
 /* Creates *err from a printf format.  errnum > 0 appends ": strerror(errnum)" and is kept as the
  * code.  Always returns -1 so callers can write `return gh_err(err, errno, "...")`. */
 int gh_err(gh_error_t *err, int errnum, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* A usage error (kind GH_ERR_USAGE, exit status 2): bad input from the caller, an argument, a
+ * configuration value or a request that no retry fixes.  Returns -1. */
+int gh_err_usage(gh_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Prefixes the existing error with context: "context: old message".  Returns -1. */
 int gh_err_wrap(gh_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

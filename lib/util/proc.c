@@ -8,6 +8,20 @@
 #include "cleanup.h"
 #include "proc.h"
 
+int gh_parse_pid(const char *s, pid_t *pid)
+{
+        long v = 0;
+
+        if (s == NULL || *s < '1' || *s > '9')
+                return -1;
+        for (; *s; s++) {
+                if (*s < '0' || *s > '9' || (v = v * 10 + (*s - '0')) > GH_PID_MAX)
+                        return -1;
+        }
+        *pid = (pid_t) v;
+        return 0;
+}
+
 /* Field 22 of /proc/PID/stat (start time in clock ticks); 0 when the process is gone. */
 unsigned long long gh_proc_starttime(pid_t pid)
 {

@@ -45,7 +45,7 @@ EOF
         echo "| gpu-cli configure, its own clock | $total |"
         echo "| = exec, loading, option parsing, exit | $(( $(median <"$wall") - total )) |"
         echo "| discover: driver files (ld.so.cache, ELF checks) | $(field "$log" "discover: driver files" | median) |"
-        echo "| discover: GPUs, selection, requirements | $(field "$log" "discover: GPUs, selection, requirements" | median) |"
+        echo "| discover: GPUs (selection and requirements are in plan) | $(field "$log" "discover: GPUs" | median) |"
         grep -q "driver-state cache .*: hit" "$log" &&
                 echo "|   of which the driver-state cache hit (read, parse, fingerprint) | $(sed -n 's/.*driver-state cache .*: hit.*(\([0-9]*\) us).*/\1/p' "$log" | median) |"
         echo "| plan (sources opened on the host, namespaces) | $(field "$log" "(discover [0-9]*, plan" | median) |"

@@ -18,7 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 gpukit_need_gpu_nvcc
 
 D=$T/mps
-G=("$GPU_CLI" mps --dir="$D")
+G=("$GPU_CLI" mps --mps-dir="$D")
 t_diag "compute mode: $(nvidia-smi --query-gpu=compute_mode --format=csv,noheader 2>&1)"
 ALLOC=$T/mps_alloc
 t_ok "nvcc builds mps_alloc" timeout 300 "$NVCC" -O2 -cudart static -arch=native -o "$ALLOC" "$here/mps_alloc.cu"

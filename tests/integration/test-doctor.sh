@@ -141,6 +141,8 @@ for c in gpu-requested requirements device-nodes device-cgroup libraries ldcache
 done
 t_match "$OUT" '^ok +ldcache +libcuda.so.1 -> libcuda.so.580.95.05, libnvidia-ml.so.1 -> libnvidia-ml.so.580.95.05' \
         "healthy GPU container: its ld cache resolves both to the driver's version"
+t_match "$OUT" '^ok +gpu-requested +config.json: devices 0, capabilities compute,utility ' \
+        "healthy GPU container: the capabilities by name"
 doctor "$DRV" --pid="$OK_PID" --json
 t_is "$RC" 0 "--pid (the environment of the process) agrees"
 t_match "$OUT" '"failed": false' "--json says nothing failed"
@@ -159,6 +161,7 @@ t_match "$OUT" "cause: The container asked for no GPU: NVIDIA_VISIBLE_DEVICES is
 start compute hook NVIDIA_VISIBLE_DEVICES=0 NVIDIA_DRIVER_CAPABILITIES=compute
 doctor "$DRV" --container="$ID"
 t_match "$OUT" '^warn +utility' "compute only: no utility (no nvidia-smi) is a warning"
+t_match "$OUT" '^warn +utility +capabilities compute$' "compute only: the capabilities by name"
 t_match "$OUT" 'fix: +-e NVIDIA_DRIVER_CAPABILITIES=compute,utility' "compute only: the fix"
 
 start nohook nohook NVIDIA_VISIBLE_DEVICES=0

@@ -17,7 +17,7 @@ mkdir -p "$DRV/tmp/nvidia-mps"
 echo host >"$DRV/tmp/nvidia-mps/host-default-pipe"
 D=$T/mps
 S=$T/specs
-G=("$CLI" --root="$DRV" mps --dir="$D")
+G=("$CLI" --root="$DRV" mps --mps-dir="$D")
 GEN=("$CLI" --root="$DRV" cdi generate --mps-dir="$D")
 gpu_uuid() { sed -n 's/^GPU UUID:[[:space:]]*//p' "$DRV"/proc/driver/nvidia/gpus/$(ls "$DRV/proc/driver/nvidia/gpus" | sort | sed -n "$1p")/information; }
 UUID0=$(gpu_uuid 1)

@@ -215,7 +215,7 @@ kill -9 "$dpid"
 for _ in $(seq 50); do gone "$dpid" && break; sleep 0.1; done
 DOC=$("${DOCTOR[@]}")
 t_match "$(check mps-group)" "^fail dead: daemon $dpid is not running" "host doctor: a group whose daemon died fails"
-t_match "$(check mps-group)" "fix: gpu-cli mps --dir=$D stop dead && gpu-cli mps --dir=$D start dead --device=$UUID0 --threads=20" \
+t_match "$(check mps-group)" "fix: gpu-cli mps --mps-dir=$D stop dead && gpu-cli mps --mps-dir=$D start dead --device=$UUID0 --threads=20" \
         "... with the command that restarts it"
 mps_case joins-dead "$T/config.json" dead NVIDIA_VISIBLE_DEVICES=0
 t_not "a container of a group whose daemon died does not start" test "$RUN_RC" = 0

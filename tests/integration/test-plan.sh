@@ -185,5 +185,11 @@ for cmd in "list" "configure --dry-run $T/template" "info --fast"; do
 done
 "$GPU_CLI" --root="$T/nonexistent" list >/dev/null 2>&1
 t_is "$?" 3 "a --root that does not exist: list exits 3 (no driver)"
+# The same rule on every path from a driver root (gh_driver_root_open): configure itself too.
+for cmd in "configure --dry-run $T/template" "configure --pid=$$ --device=0 $T/template" "info --fast" \
+        "cdi generate --output=-" "cache show"; do
+        "$GPU_CLI" --root="$T/nonexistent" --state-file="$T/state.json" $cmd >/dev/null 2>&1
+        t_is "$?" 3 "a --root that does not exist: ${cmd% *} exits 3 (no driver)"
+done
 
 t_done

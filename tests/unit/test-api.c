@@ -61,6 +61,13 @@ int main(void)
         ctx = gpuhook_ctx_new("/nonexistent/driver/root", &err);
         ok(ctx == NULL && err != NULL && err->msg != NULL && strstr(err->msg, "/nonexistent/driver/root") != NULL,
            "a missing driver root is an error naming it (%s)", err ? err->msg : "no error");
+        ok(err != NULL && err->kind == GPUHOOK_ERR_NO_DRIVER && gpuhook_error_exit_status(err) == 3,
+           "... of kind no driver (exit status 3)");
+        gpuhook_error_free(err);
+        err = NULL;
+        ctx = gpuhook_ctx_new("relative/root", &err);
+        ok(ctx == NULL && err != NULL && err->kind == GPUHOOK_ERR_USAGE && gpuhook_error_exit_status(err) == 2,
+           "a relative driver root is a usage error (exit status 2: %s)", err ? err->msg : "no error");
         gpuhook_error_free(err);
         err = NULL;
 
@@ -82,17 +89,35 @@ int main(void)
         int r = gpuhook_configure(ctx, 1, "relative/rootfs", "0", "compute", NULL, 0, &err);
         ok(r < 0 && err != NULL && strstr(err->msg, "relative/rootfs") != NULL,
            "configure refuses a relative rootfs, naming it (%s)", err ? err->msg : "no error");
+        ok(err != NULL && err->kind == GPUHOOK_ERR_USAGE && gpuhook_error_exit_status(err) == 2,
+           "... as a usage error (exit status 2)");
         gpuhook_error_free(err);
         err = NULL;
         r = gpuhook_configure(ctx, 1, "/tmp", "0", "compute,bogus", NULL, 0, &err);
         ok(r < 0 && err != NULL && strstr(err->msg, "bogus") != NULL,
            "configure refuses an unknown capability, naming it (%s)", err ? err->msg : "no error");
+        ok(err != NULL && err->kind == GPUHOOK_ERR_USAGE, "... as a usage error");
+        gpuhook_error_free(err);
+        err = NULL;
+        r = gpuhook_configure(ctx, 1, "/tmp", "0:bogus", "compute", NULL, 0, &err);
+        ok(r < 0 && err != NULL && err->kind == GPUHOOK_ERR_USAGE,
+           "configure refuses a malformed device list: usage (%s)", err ? err->msg : "no error");
+        gpuhook_error_free(err);
+        err = NULL;
+        {
+                const char *const bad_req[] = { "cuda>>12", NULL };
+                r = gpuhook_configure(ctx, 1, "/tmp", "0", "compute", bad_req, 0, &err);
+        }
+        ok(r < 0 && err != NULL && err->kind == GPUHOOK_ERR_USAGE,
+           "configure refuses a malformed requirement: usage (%s)", err ? err->msg : "no error");
         gpuhook_error_free(err);
         err = NULL;
         /* This root has no ld.so.cache: configure must stop with a clear error, not inject half. */
         r = gpuhook_configure(ctx, 1, "/tmp", "0", "compute", NULL, GPUHOOK_NO_CGROUPS, &err);
         ok(r < 0 && err != NULL && strstr(err->msg, "ld.so.cache") != NULL,
            "configure on a driver root without ld.so.cache fails and says so (%s)", err ? err->msg : "no error");
+        ok(err != NULL && err->kind != GPUHOOK_ERR_USAGE && gpuhook_error_exit_status(err) != 2,
+           "... not as a usage error (the caller's input was fine)");
         gpuhook_error_free(err);
         cap_eff(caps_after, sizeof(caps_after));
         ok(strcmp(caps_before, caps_after) == 0, "the caller keeps its capabilities (configure ran in a child)");

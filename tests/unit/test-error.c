@@ -51,6 +51,14 @@ int main(void)
                                "status %d reads back as kind %d", table[i].status, table[i].kind);
                 }
         }
+        {
+                _cleanup_error_ gh_error_t e = NULL;
+                ok(gh_err_usage(&e, "bad --thing '%s'", "x") == -1, "gh_err_usage returns -1");
+                is_str(e->msg, "bad --thing 'x'", "gh_err_usage: the message, no errno text");
+                is_int(e->kind, GH_ERR_USAGE, "gh_err_usage: kind usage");
+                is_int(e->code, 0, "gh_err_usage: no errno");
+                is_int(gh_error_exit_status(e), GH_EXIT_USAGE, "a usage error exits 2");
+        }
         is_int(gh_error_exit_status(NULL), 1, "no error object: 1");
         is_int(gh_error_kind_of_status(1), GH_ERR_FAILURE, "status 1 reads back as a failure");
         is_int(gh_error_kind_of_status(137), GH_ERR_FAILURE, "an unknown status reads back as a failure");

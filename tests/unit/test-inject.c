@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "discover.h"
 #include "plan.h"
 #include "request.h"
 #include "rootfs.h"

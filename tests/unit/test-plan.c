@@ -15,6 +15,7 @@
 
 #include "capability.h"
 #include "cleanup.h"
+#include "discover.h"
 #include "mps.h"
 #include "plan.h"
 #include "proc.h"

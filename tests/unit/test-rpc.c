@@ -1,4 +1,4 @@
-/* lib/core/rpc.c: both ends of the driver service protocol over a socketpair, without root.
+/* lib/core/rpc-server.c and rpc-client.c: both ends of the driver service protocol over a socketpair, without root.
  *
  * The client half faces a scripted server (a child of this test) that answers well, answers with
  * malformed, oversized, truncated or mismatched replies, dies or hangs: each ends in one clear

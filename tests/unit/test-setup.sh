@@ -197,7 +197,7 @@ refused() {
         printf '%b' "$1" >"$CT"
         cp "$CT" "$T/ct.before"
         setup containerd --config="$CT"
-        t_match "$RC:$OUT" "^1:gpu-cli setup: .*$2" "containerd refuses $3"
+        t_match "$RC:$OUT" "^1:gpu-cli: setup: .*$2" "containerd refuses $3"
         t_ok "... and leaves the file as it was" cmp "$T/ct.before" "$CT"
 }
 refused 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  enable_cdi = false\n' \
