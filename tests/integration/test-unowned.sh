@@ -104,7 +104,7 @@ for c in json.load(sys.stdin)["checks"]:
 t_is "$(head -n1 <<<"$MEMCHECK")" warn "doctor: gpu-memory warns" || t_diag "$DJ"
 t_match "$MEMCHECK" "PID $LEFT_PID \\(hold-fd\\) of runc container $L, whose init is gone, 300 MiB" "doctor names the left-over"
 t_match "$MEMCHECK" "PID $SERVER_PID \\(hold-fd\\), the MPS server of group team, whose daemon is gone" "and the stopped group's server"
-t_match "$(tail -n1 <<<"$MEMCHECK")" "^kill $LEFT_PID; gpu-cli mps stop team\$" "its fix: kill the left-over, stop the group"
+t_match "$(tail -n1 <<<"$MEMCHECK")" "^kill $LEFT_PID; gpu-cli mps --mps-dir=$MPS stop team\$" "its fix: kill the left-over, stop the group (in its --mps-dir)"
 
 # --- top: a container whose memory grows over the window, one that does not
 (for mib in $(seq 710 10 900); do
