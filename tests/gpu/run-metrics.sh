@@ -46,12 +46,22 @@ else
         PYLIB=/usr/lib/$(basename "$PY")                  # /usr/lib/python3.12
         IMG=$T/img
         make_busybox_rootfs "$IMG" --glibc >"$T/rootfs.log" 2>&1 || { t_diag_file "$T/rootfs.log"; echo "Bail out! rootfs"; exit 1; }
-        # the machine's libraries without any driver file (hard links where the file system allows)
-        cp -al /usr/lib/x86_64-linux-gnu/. "$IMG/usr/lib/x86_64-linux-gnu/" 2>/dev/null ||
-                cp -a /usr/lib/x86_64-linux-gnu/. "$IMG/usr/lib/x86_64-linux-gnu/"
+        # the machine's libraries without any driver file (hard links where the file system allows;
+        # --remove-destination: the rootfs's own glibc files are links into lib.sh's template cache,
+        # which a copy over them would write through)
+        cp -al --remove-destination /usr/lib/x86_64-linux-gnu/. "$IMG/usr/lib/x86_64-linux-gnu/" 2>/dev/null ||
+                cp -a --remove-destination /usr/lib/x86_64-linux-gnu/. "$IMG/usr/lib/x86_64-linux-gnu/"
         find "$IMG/usr/lib/x86_64-linux-gnu" \( -name '*nvidia*' -o -name 'libcuda*' -o -name 'libnvcuvid*' \
                 -o -name 'libnvoptix*' \) -exec rm -rf {} + 2>/dev/null
-        cp "$PY" "$IMG/usr/bin/"
+        # the venv's python3 and every link on the way to the interpreter outside the venv
+        # (python3 -> /usr/bin/python3 -> python3.12, say): the venv itself is bind-mounted
+        p=$VENV/bin/python3
+        while :; do
+                case $p in "$VENV"/*) ;; *) mkdir -p "$IMG$(dirname "$p")" && cp -P "$p" "$IMG$p" ;; esac
+                [ -L "$p" ] || break
+                l=$(readlink "$p")
+                case $l in /*) p=$l ;; *) p=$(dirname "$p")/$l ;; esac
+        done
         mkdir -p "$IMG$PYLIB" "$IMG$VENV"
         LDC=$(ls /sbin/ldconfig.real /sbin/ldconfig 2>/dev/null | head -n1)
         "$LDC" -r "$IMG" 2>/dev/null
