@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cdi-hook.h"
+#include "config.h" /* GPUHOOK_DEFAULT_CONFIG */
 #include "cleanup.h"
 #include "cli.h"
 #include "log.h"
@@ -25,6 +26,10 @@ static void cdi_hook_usage(FILE *out)
                      "      --mask-proc                mask /proc/driver/nvidia: params with ModifyDeviceFiles: 0,\n"
                      "                                 version, registry, and gpus/ of the GPUs whose /dev/nvidiaN\n"
                      "                                 the container was given (config.json linux.devices)\n"
+                     "      --cuda-compat=VERSION      prefer the image's CUDA compat libraries when the rule says so\n"
+                     "                                 for a host driver VERSION (docs/cuda-compat.md)\n"
+                     "      --config=FILE              gpu-hook's configuration, for its cuda-compat key\n"
+                     "                                 (default " GPUHOOK_DEFAULT_CONFIG ")\n"
                      "      --log=FILE                 append one JSON line per run to FILE: the container, the\n"
                      "                                 result and each phase's time (gpu-hook's log format)\n"
                      "\n"
@@ -34,7 +39,7 @@ static void cdi_hook_usage(FILE *out)
                      "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
-enum { OPT_LINK = 1000, OPT_LIBRARY, OPT_LIBRARY32, OPT_MASK_PROC, OPT_LOG };
+enum { OPT_LINK = 1000, OPT_LIBRARY, OPT_LIBRARY32, OPT_MASK_PROC, OPT_CUDA_COMPAT, OPT_CONFIG, OPT_LOG };
 
 static int add_pair(const char *opt, char *arg, bool b_abs, struct gh_cdi_pair **v, size_t *n)
 {
@@ -56,6 +61,12 @@ static int add_pair(const char *opt, char *arg, bool b_abs, struct gh_cdi_pair *
         return 0;
 }
 
+int cmd_nvhook(int argc, char **argv, const struct cli_globals *g)
+{
+        cli_hook_environment();
+        return cli_nvhook(argc, argv, g->root);
+}
+
 int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
 {
         static const struct option opts[] = {
@@ -63,6 +74,8 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                 { "library", required_argument, NULL, OPT_LIBRARY },
                 { "library32", required_argument, NULL, OPT_LIBRARY32 },
                 { "mask-proc", no_argument, NULL, OPT_MASK_PROC },
+                { "cuda-compat", required_argument, NULL, OPT_CUDA_COMPAT },
+                { "config", required_argument, NULL, OPT_CONFIG },
                 { "log", required_argument, NULL, OPT_LOG },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
@@ -73,6 +86,7 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
         struct gh_hooklog log;
         int c, r = GH_EXIT_USAGE;
 
+        cli_hook_environment();
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (c) {
                 case OPT_LINK:
@@ -88,6 +102,8 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                                 goto out;
                         break;
                 case OPT_MASK_PROC: o.mask_proc = true; break;
+                case OPT_CUDA_COMPAT: o.compat_driver = optarg; break;
+                case OPT_CONFIG: o.config = optarg; break;
                 case OPT_LOG:
                         if (optarg[0] != '/') {
                                 fprintf(stderr, "gpu-cli: cdi-hook: --log needs an absolute path, not '%s'\n", optarg);

@@ -32,6 +32,13 @@ int cmd_setup(int argc, char **argv, const struct cli_globals *g);
 int cmd_cache(int argc, char **argv, const struct cli_globals *g);
 int cmd_cdi(int argc, char **argv, const struct cli_globals *g);
 int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g);
+int cmd_nvhook(int argc, char **argv, const struct cli_globals *g);
+
+/* NVIDIA's hook command line (nvhook.c): argv as nvidia-cdi-hook or nvidia-ctk got it (argv[0]'s
+ * name picks the form); root: the driver root where /proc/driver/nvidia is read. */
+int cli_nvhook(int argc, char **argv, const char *root);
+/* A fixed environment, working directory and umask, for the hook front ends. */
+void cli_hook_environment(void);
 
 /* A request seeded from the global options (--user); gh_request_init()ed by the caller. */
 struct gh_request;

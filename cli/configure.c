@@ -47,6 +47,7 @@ static void configure_usage(FILE *out)
                 "      --mig-monitor=all      give the MIG monitoring capability (privileged containers)\n"
                 "      --imex-channel=N       give IMEX channel N (repeatable, or a comma list; at most %d)\n"
                 "      --no-persistenced --no-fabricmanager --no-gsp-firmware\n"
+                "      --no-cuda-compat       never prefer the image's CUDA compat libraries (docs/cuda-compat.md)\n"
                 "      --mps-pipe-dir=DIR     the MPS pipe directory (default /tmp/nvidia-mps)\n"
                 "      --mps-group=NAME       join a running MPS group: its pipe directory and /dev/shm (docs/mps.md)\n"
                 "      --mps-dir=DIR          where MPS groups live (default /run/gpu-hook/mps)\n"
@@ -127,7 +128,9 @@ static int dry_run(const struct cli_globals *g, const struct gh_request *req, co
                 return GH_EXIT_USAGE;
         }
         gh_layout_detect(fd, &layout);
-        if (gh_plan_for_root(g->root, g->ldcache, NULL, req, &layout, &plan, &err) < 0) {
+        if (gh_plan_for_root(g->root, g->ldcache, NULL, req, &layout, &plan, &err) < 0 ||
+            gh_plan_for_image(&plan, fd, AT_FDCWD, req, &err) < 0) {
+                gh_plan_free(&plan);
                 fprintf(stderr, "gpu-cli: configure: %s\n", err->msg);
                 return gh_error_exit_status(err);
         }

@@ -1,6 +1,7 @@
 /* gpu-cli list: the plan for a request (plan.h) without a container: the host files a container
  * would get, one path per line (like nvidia-container-cli list), or the plan as JSON. */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +58,8 @@ static void usage(FILE *out)
                 "      --mps-pipe-dir=DIR the MPS pipe directory (default /tmp/nvidia-mps)\n"
                 "      --mps-group=NAME   as a member of this running MPS group (docs/mps.md)\n"
                 "      --mps-dir=DIR      where MPS groups live (default /run/gpu-hook/mps)\n"
-                "      --rootfs=DIR       place libraries as in this container root (default: --layout)\n"
+                "      --rootfs=DIR       place libraries as in this container root (default: --layout), and\n"
+                "                         decide on its CUDA compat libraries (--no-cuda-compat: never)\n"
                 "      --layout=NAME      debian (/usr/lib/x86_64-linux-gnu, the default) or lib64\n"
                 "      --json             the plan as one JSON object (docs/plan.md); with selectors, only\n"
                 "                         their sections: devices, libraries and links, binaries, firmwares, ipcs,\n"
@@ -136,17 +138,16 @@ static int parse_args(int argc, char **argv, const struct cli_globals *g, struct
         return -1;
 }
 
-static int layout_for(const struct list_opts *o, struct gh_layout *layout, gh_error_t *err)
+/* The layout, and with --rootfs the open root (*rootfd, else -1) for the image's part of the plan. */
+static int layout_for(const struct list_opts *o, struct gh_layout *layout, int *rootfd, gh_error_t *err)
 {
-        int fd;
-
+        *rootfd = -1;
         if (o->rootfs == NULL)
                 return gh_layout_named(o->layout ? o->layout : "debian", layout, err);
-        fd = gh_rootfs_open(o->rootfs, err);
-        if (fd < 0)
+        *rootfd = gh_rootfs_open(o->rootfs, err);
+        if (*rootfd < 0)
                 return gh_err_wrap(err, "--rootfs");
-        gh_layout_detect(fd, layout);
-        close(fd);
+        gh_layout_detect(*rootfd, layout);
         return 0;
 }
 
@@ -167,16 +168,19 @@ int cmd_list(int argc, char **argv, const struct cli_globals *g)
         _cleanup_free_ char *prefix = NULL;
         struct gh_plan plan = { 0 };
         struct gh_layout layout;
+        _cleanup_close_ int rootfd = -1;
         int r;
 
         r = parse_args(argc, argv, g, &o, &req);
         if (r >= 0)
                 return r;
-        if (layout_for(&o, &layout, &err) < 0) {
+        if (layout_for(&o, &layout, &rootfd, &err) < 0) {
                 fprintf(stderr, "gpu-cli: list: %s\n", err->msg);
                 return gh_err_kind(&err, GH_ERR_USAGE), gh_error_exit_status(err);
         }
-        if (gh_plan_for_root(g->root, g->ldcache, NULL, &req, &layout, &plan, &err) < 0) {
+        if (gh_plan_for_root(g->root, g->ldcache, NULL, &req, &layout, &plan, &err) < 0 ||
+            (rootfd >= 0 && gh_plan_for_image(&plan, rootfd, AT_FDCWD, &req, &err) < 0)) {
+                gh_plan_free(&plan);
                 fprintf(stderr, "gpu-cli: list: %s\n", err->msg);
                 return gh_error_exit_status(err);
         }

@@ -30,6 +30,7 @@ static void usage(FILE *out)
                 "  setup       configure an engine: setup docker|containerd|crio|podman [--dry-run] [--undo]\n"
                 "  cdi         CDI specs: cdi generate, cdi list\n"
                 "  cdi-hook    the createContainer hook a CDI spec runs\n"
+                "  nvidia-cdi-hook  NVIDIA's CDI hook command line (also as argv[0] nvidia-cdi-hook, nvidia-ctk hook)\n"
                 "\n"
                 "Global options:\n"
                 "  -r, --root=DIR         driver root (default /): ld.so.cache, PATH, /dev, /proc/driver/nvidia\n"
@@ -53,10 +54,19 @@ static const struct {
         const char *name;
         int (*fn)(int, char **, const struct cli_globals *);
 } commands[] = {
-        { "info", cmd_info },       { "list", cmd_list },     { "configure", cmd_configure },
-        { "mps", cmd_mps },         { "ps", cmd_ps },         { "top", cmd_top },
-        { "metrics", cmd_metrics }, { "doctor", cmd_doctor }, { "setup", cmd_setup },
-        { "cache", cmd_cache },     { "cdi", cmd_cdi },       { "cdi-hook", cmd_cdi_hook },
+        { "info", cmd_info },
+        { "list", cmd_list },
+        { "configure", cmd_configure },
+        { "mps", cmd_mps },
+        { "ps", cmd_ps },
+        { "top", cmd_top },
+        { "metrics", cmd_metrics },
+        { "doctor", cmd_doctor },
+        { "setup", cmd_setup },
+        { "cache", cmd_cache },
+        { "cdi", cmd_cdi },
+        { "cdi-hook", cmd_cdi_hook },
+        { "nvidia-cdi-hook", cmd_nvhook },
 };
 
 static int (*command_fn(const char *name))(int, char **, const struct cli_globals *)
@@ -86,6 +96,13 @@ int main(int argc, char **argv)
 
         clock_gettime(CLOCK_MONOTONIC, &now);
         g.started_us = (long long) now.tv_sec * 1000000 + now.tv_nsec / 1000;
+        /* Run under NVIDIA's names (a CDI spec's args[0], or a link named so), answer as NVIDIA's hook. */
+        const char *base = strrchr(argv[0], '/');
+        base = base ? base + 1 : argv[0];
+        if (strcmp(base, "nvidia-cdi-hook") == 0 || strcmp(base, "nvidia-ctk") == 0) {
+                cli_hook_environment();
+                return cli_nvhook(argc, argv, "/");
+        }
         gh_log_set_program("gpu-cli");
         /* '+' stops at the first non-option: the subcommand and its own options follow. */
         while ((c = getopt_long(argc, argv, "+r:C:u:d:knhV", opts, NULL)) != -1) {

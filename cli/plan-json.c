@@ -68,6 +68,28 @@ static json_t *item_json(const struct gh_item *it, const char *prefix)
         return o;
 }
 
+/* The CUDA forward compatibility decision (docs/cuda-compat.md); null when no image was looked at. */
+static json_t *compat_json(const struct gh_cuda_compat *c)
+{
+        json_t *o, *branches;
+
+        if (!c->checked)
+                return json_null();
+        o = json_object();
+        branches = json_array();
+        json_object_set_new(o, "dir", json_string(c->dir));
+        json_object_set_new(o, "library", c->library ? json_string(c->library) : json_null());
+        json_object_set_new(o, "version", c->version ? json_string(c->version) : json_null());
+        json_object_set_new(o, "note", json_boolean(c->has_note));
+        json_object_set_new(o, "cuda_version", c->cuda_version ? json_string(c->cuda_version) : json_null());
+        for (size_t i = 0; i < c->nbranches; i++)
+                json_array_append_new(branches, json_integer(c->branches[i]));
+        json_object_set_new(o, "driver_branches", branches);
+        json_object_set_new(o, "used", json_boolean(c->used));
+        json_object_set_new(o, "reason", json_string(c->reason ? c->reason : ""));
+        return o;
+}
+
 json_t *cli_plan_json(const struct gh_plan *plan, const char *root, unsigned sections)
 {
         json_t *doc = json_object(), *arrays[GH_ROLE_CONFIG + 1] = { NULL };
@@ -132,6 +154,7 @@ json_t *cli_plan_json(const struct gh_plan *plan, const char *root, unsigned sec
                         json_array_append_new(cache, e);
                 }
                 json_object_set_new(doc, "ldcache", cache);
+                json_object_set_new(doc, "cuda_compat", compat_json(&plan->compat));
         }
         free(prefix);
         return doc;

@@ -3,7 +3,10 @@
  *   docker      daemon.json: "runtimes": {"gpu": {"path": gpu-runtime}} (+ "default-runtime": "gpu"
  *               with --default), every other key kept; a backup of the original; and the name
  *               dockerd looks for with --gpus, nvidia-container-runtime-hook -> gpu-hook, unless
- *               NVIDIA's own file is installed.
+ *               NVIDIA's own file is installed.  Docker >= 29.2 sends --gpus through CDI when it
+ *               finds nvidia-cdi-hook: that name too (-> our static nvidia-cdi-hook, never over
+ *               NVIDIA's) and our spec in /etc/cdi, written or refreshed (left alone when another
+ *               spec of the kind is there; --undo leaves it: other engines may use it).
  *   containerd  config.toml, in place (setup-containerd.c says why not a drop-in): CDI on, and a
  *               "gpu" runtime handler whose BinaryName is gpu-runtime.
  *   crio        a drop-in for a "gpu" runtime, and the hooks.d file.
@@ -11,6 +14,7 @@
  *
  * Each change is computed first; --dry-run prints it as a diff, otherwise only files whose content
  * changes are written, so a second run changes nothing.  --undo takes out exactly what setup put in. */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -21,13 +25,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "capability.h"
+#include "cdi.h"
+#include "cdi-specs.h"
 #include "cleanup.h"
 #include "cli.h"
-#include "config.h" /* the build's: GPUHOOK_HOOK_PATH, GPUHOOK_RUNTIME_PATH */
-#include "oci.h"    /* GH_OCI_HOOKS_DIR_ADMIN, _cleanup_json_ */
+#include "config.h"  /* the build's: GPUHOOK_HOOK_PATH, GPUHOOK_RUNTIME_PATH, GPUHOOK_NVHOOK_PATH */
+#include "oci.h"     /* GH_OCI_HOOKS_DIR_ADMIN, _cleanup_json_ */
+#include "require.h" /* gh_version_compare */
 #include "setup.h"
 
 #define HOOK_NAME "nvidia-container-runtime-hook"
+#define CDI_HOOK_NAME "nvidia-cdi-hook"
+/* From this version on, `docker run --gpus` becomes the CDI request nvidia.com/gpu=all when dockerd
+ * finds a program named nvidia-cdi-hook on its PATH (else it keeps using the prestart hook). */
+#define DOCKER_GPUS_CDI "29.2"
 
 struct setup_opts {
         const char *engine;
@@ -35,6 +47,11 @@ struct setup_opts {
         const char *hooks_dir; /* podman/CRI-O hooks.d */
         const char *hook_link; /* docker: where the --gpus hook name goes; "none" = nowhere */
         const char *runtime_path, *hook_path;
+        const char *docker_version; /* NULL: asked from dockerd --version */
+        const char *cdi_hook_link;  /* docker >= 29.2: where nvidia-cdi-hook goes; "none" = nowhere */
+        const char *cdi_hook;       /* what that link points to (our static nvidia-cdi-hook) */
+        const char *cdi_spec;       /* docker >= 29.2: our spec, written or refreshed; "none" = not */
+        const struct cli_globals *g;
         bool dry_run, undo, set_default;
 };
 
@@ -45,11 +62,12 @@ struct change {
         bool exists, backup;
         bool drop_backup; /* undo restored the backup verbatim: remove it */
         bool is_link;     /* a symlink: old/new are "-> TARGET" for the diff */
+        bool make_dir;    /* create the file's directory first (/etc/cdi) */
         const char *link; /* the target to create; NULL with is_link: remove */
 };
 
 struct plan {
-        struct change v[4];
+        struct change v[8];
         size_t n;
         const char *restart;
 };
@@ -62,7 +80,8 @@ static void usage(FILE *out)
                 "\n"
                 "Configures a container engine to use gpu-hook and gpu-runtime.\n"
                 "  docker      daemon.json: runtime \"gpu\" (gpu-runtime), and nvidia-container-runtime-hook\n"
-                "              -> gpu-hook for `docker run --gpus` (not when NVIDIA's own file is installed)\n"
+                "              -> gpu-hook for `docker run --gpus` (not when NVIDIA's own file is installed);\n"
+                "              Docker >= 29.2: also nvidia-cdi-hook and our CDI spec, --gpus then goes through CDI\n"
                 "  containerd  config.toml: CDI on (enable_cdi, cdi_spec_dirs) and a \"gpu\" runtime handler\n"
                 "              (BinaryName = gpu-runtime); containerd 1.6/1.7 (version 2) and 2.x (version 3)\n"
                 "  crio        drop-in with a \"gpu\" runtime, and the hooks.d file\n"
@@ -73,6 +92,13 @@ static void usage(FILE *out)
                 "                       /etc/containerd/config.toml) or write (crio: /etc/crio/crio.conf.d/99-gpu-hook.conf)\n"
                 "  --hooks-dir=DIR      hooks.d for podman and crio (default " GH_OCI_HOOKS_DIR_ADMIN ")\n"
                 "  --hook-link=PATH     docker: the --gpus hook name (default /usr/local/bin/%s; none: skip)\n"
+                "  --docker-version=V   docker: the version of dockerd (default: dockerd --version)\n"
+                "  --cdi-hook-link=PATH docker >= " DOCKER_GPUS_CDI
+                ": the nvidia-cdi-hook name, which sends --gpus through\n"
+                "                       CDI (default /usr/local/bin/" CDI_HOOK_NAME "; none: skip)\n"
+                "  --cdi-spec=FILE      docker >= " DOCKER_GPUS_CDI ": our CDI spec, written or refreshed (default\n"
+                "                       /etc/cdi/nvidia.com-gpu.json; none: skip)\n"
+                "  --cdi-hook=FILE      the nvidia-cdi-hook the link points to (default %s)\n"
                 "  --default            docker, crio: make \"gpu\" the default runtime\n"
                 "  --runtime-path=FILE  gpu-runtime to configure (default %s)\n"
                 "  --hook-path=FILE     gpu-hook to configure (default %s)\n"
@@ -80,7 +106,7 @@ static void usage(FILE *out)
                 "  --undo               take out what setup put in\n"
                 "\n"
                 "Exit status: 0 done (or nothing to do), 1 failure (nothing changed), 2 usage error.\n",
-                HOOK_NAME, GPUHOOK_RUNTIME_PATH, GPUHOOK_HOOK_PATH);
+                HOOK_NAME, GPUHOOK_NVHOOK_PATH, GPUHOOK_RUNTIME_PATH, GPUHOOK_HOOK_PATH);
 }
 
 static int add_change(struct plan *p, const char *path, gh_error_t *err)
@@ -216,19 +242,20 @@ static int docker_json(const struct setup_opts *o, struct change *c, gh_error_t 
         return 0;
 }
 
-/* Where another nvidia-container-runtime-hook would be found first on a usual PATH. */
-static const char *foreign_hook(const struct setup_opts *o, char *buf, size_t size)
+/* Where another program called name would be found first on a usual PATH (not ours: a link to
+ * target). */
+static const char *foreign_program(const char *name, const char *target, char *buf, size_t size)
 {
         static const char *const dirs[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
                                             "/usr/bin",        "/sbin",          "/bin" };
-        char target[PATH_MAX];
+        char t[PATH_MAX];
 
         for (size_t i = 0; i < GH_ARRAY_SIZE(dirs); i++) {
-                snprintf(buf, size, "%s/%s", dirs[i], HOOK_NAME);
-                ssize_t n = readlink(buf, target, sizeof(target) - 1);
+                snprintf(buf, size, "%s/%s", dirs[i], name);
+                ssize_t n = readlink(buf, t, sizeof(t) - 1);
                 if (n > 0) {
-                        target[n] = '\0';
-                        if (strcmp(target, o->hook_path) == 0)
+                        t[n] = '\0';
+                        if (strcmp(t, target) == 0)
                                 continue;
                 }
                 if (access(buf, F_OK) == 0)
@@ -237,44 +264,205 @@ static const char *foreign_hook(const struct setup_opts *o, char *buf, size_t si
         return NULL;
 }
 
-static int docker_link(const struct setup_opts *o, struct plan *p, gh_error_t *err)
+/* A link named after one of NVIDIA's programs, pointing at ours: made (or, with --undo, removed)
+ * only where no file of NVIDIA's is, and never over one. */
+static int link_change(const struct setup_opts *o, struct plan *p, const char *link, const char *target,
+                       const char *name, const char *uses, gh_error_t *err)
 {
-        char target[PATH_MAX], other[PATH_MAX];
+        char cur[PATH_MAX], other[PATH_MAX];
         struct change *c;
         struct stat st;
         ssize_t n;
 
-        if (strcmp(o->hook_link, "none") == 0)
+        if (strcmp(link, "none") == 0)
                 return 0;
         c = &p->v[p->n];
         memset(c, 0, sizeof(*c));
-        n = readlink(o->hook_link, target, sizeof(target) - 1);
-        bool ours = n > 0 && ((target[n] = '\0'), strcmp(target, o->hook_path) == 0);
-        if (!ours && lstat(o->hook_link, &st) == 0) {
+        n = readlink(link, cur, sizeof(cur) - 1);
+        bool ours = n > 0 && ((cur[n] = '\0'), strcmp(cur, target) == 0);
+        if (!ours && lstat(link, &st) == 0) {
                 if (o->undo)
                         return 0;
-                printf("%s exists and is not gpu-cli's link (NVIDIA's hook?): left as it is; docker run --gpus uses it\n",
-                       o->hook_link);
+                printf("%s exists and is not gpu-cli's link (NVIDIA's?): left as it is; %s uses it\n", link, uses);
                 return 0;
         }
-        if (!o->undo && !ours && foreign_hook(o, other, sizeof(other)) != NULL) {
-                printf("NVIDIA's %s is installed (%s): not adding gpu-cli's link; docker run --gpus keeps using it\n",
-                       HOOK_NAME, other);
+        if (!o->undo && !ours && foreign_program(name, target, other, sizeof(other)) != NULL) {
+                printf("NVIDIA's %s is installed (%s): not adding gpu-cli's link; %s keeps using it\n", name, other,
+                       uses);
                 return 0;
         }
         if (o->undo ? !ours : ours)
                 return 0;
-        c->path = strdup(o->hook_link);
+        c->path = strdup(link);
         if (c->path == NULL)
                 return gh_err(err, ENOMEM, "planning the link");
         c->exists = ours;
         c->is_link = true;
-        c->link = o->undo ? NULL : o->hook_path;
-        if ((ours && asprintf(&c->old, "-> %s", o->hook_path) < 0) ||
-            (!o->undo && asprintf(&c->new, "-> %s", o->hook_path) < 0))
+        c->link = o->undo ? NULL : target;
+        if ((ours && asprintf(&c->old, "-> %s", target) < 0) || (!o->undo && asprintf(&c->new, "-> %s", target) < 0))
                 return gh_err(err, ENOMEM, "planning the link");
         p->n++;
         return 0;
+}
+
+static int docker_link(const struct setup_opts *o, struct plan *p, gh_error_t *err)
+{
+        return link_change(o, p, o->hook_link, o->hook_path, HOOK_NAME, "docker run --gpus", err);
+}
+
+/* dockerd's version: --docker-version, else the first dotted number `dockerd --version` prints
+ * ("Docker version 29.2.0, build ..."); NULL when there is no dockerd to ask. */
+static char *docker_version(const struct setup_opts *o)
+{
+        static const char *const dirs[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
+                                            "/usr/bin",        "/sbin",          "/bin" };
+        char path[PATH_MAX], line[256], *v = NULL;
+
+        if (o->docker_version)
+                return strdup(o->docker_version);
+        for (size_t i = 0; i < GH_ARRAY_SIZE(dirs); i++) {
+                snprintf(path, sizeof(path), "%s/dockerd", dirs[i]);
+                if (access(path, X_OK) != 0)
+                        continue;
+                /* the host's own dockerd, with a fixed environment; nothing of a container's runs here */
+                char cmd[PATH_MAX + 64];
+                snprintf(cmd, sizeof(cmd), "env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin '%s' --version 2>/dev/null",
+                         path);
+                FILE *f = popen(cmd, "r");
+                if (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+                        char *d = strpbrk(line, "0123456789");
+                        if (d != NULL) {
+                                d[strspn(d, "0123456789.")] = '\0';
+                                v = strdup(d);
+                        }
+                }
+                if (f != NULL)
+                        pclose(f);
+                return v;
+        }
+        return NULL;
+}
+
+/* Whether a spec file is one gpu-cli wrote: its hook runs `... cdi-hook`. */
+static bool spec_is_ours(json_t *spec)
+{
+        json_t *hooks = json_object_get(json_object_get(spec, "containerEdits"), "hooks"), *h, *a;
+        size_t i, k;
+
+        json_array_foreach (hooks, i, h)
+                json_array_foreach (json_object_get(h, "args"), k, a)
+                        if (json_is_string(a) && strcmp(json_string_value(a), "cdi-hook") == 0)
+                                return true;
+        return false;
+}
+
+/* Another spec of kind nvidia.com/gpu beside ours (in its directory; for /etc/cdi or /var/run/cdi in
+ * both, as CDI readers take both): a second definition of nvidia.com/gpu=all is a conflict for every
+ * CDI reader.  Its path, or NULL. */
+static char *other_nvidia_spec(const char *ours)
+{
+        _cleanup_free_ char *dir = strdup(ours);
+        const char *dirs[2] = { NULL, NULL };
+        char *slash = dir ? strrchr(dir, '/') : NULL;
+
+        if (slash == NULL)
+                return NULL;
+        *slash = '\0';
+        dirs[0] = dir;
+        if (strcmp(dir, GH_CDI_DIR_STATIC) == 0 || strcmp(dir, GH_CDI_DIR_DYNAMIC) == 0)
+                dirs[1] = strcmp(dir, GH_CDI_DIR_STATIC) == 0 ? GH_CDI_DIR_DYNAMIC : GH_CDI_DIR_STATIC;
+        for (size_t i = 0; i < 2 && dirs[i]; i++) {
+                _cleanup_closedir_ DIR *d = opendir(dirs[i]);
+                struct dirent *de;
+                while (d != NULL && (de = readdir(d)) != NULL) {
+                        _cleanup_free_ char *path = NULL, *text = NULL;
+                        _cleanup_error_ gh_error_t e = NULL;
+                        bool exists;
+                        size_t len = strlen(de->d_name);
+                        /* an MPS group's spec (VENDOR-CLASS-mps-NAME) defines other devices of the kind */
+                        if (de->d_name[0] == '.' || len < 5 || strstr(de->d_name, "-mps-") != NULL ||
+                            (strcmp(de->d_name + len - 5, ".json") != 0 &&
+                             strcmp(de->d_name + len - 5, ".yaml") != 0) ||
+                            asprintf(&path, "%s/%s", dirs[i], de->d_name) < 0 || strcmp(path, ours) == 0)
+                                continue;
+                        if (setup_read(path, &text, &exists, &e) == 0 && exists &&
+                            strstr(text, "nvidia.com/gpu") != NULL)
+                                return steal_pointer(&path);
+                }
+        }
+        return NULL;
+}
+
+/* Docker >= 29.2: the nvidia-cdi-hook name and our spec, so that --gpus goes through CDI. */
+static int docker_cdi(const struct setup_opts *o, struct plan *p, gh_error_t *err)
+{
+        _cleanup_free_ char *version = docker_version(o), *other = NULL, *why = NULL;
+        _cleanup_json_ json_t *spec = NULL, *old = NULL;
+        char self[PATH_MAX];
+        struct change *c;
+
+        if (version == NULL || gh_version_compare(version, DOCKER_GPUS_CDI) < 0) {
+                if (!o->undo)
+                        return 0; /* --gpus takes the prestart hook (docker_link) */
+        } else if (!o->undo) {
+                printf("Docker %s: docker run --gpus now goes through CDI (nvidia.com/gpu=all) when dockerd finds %s "
+                       "on its PATH%s\n",
+                       version, CDI_HOOK_NAME, strcmp(o->cdi_spec, "none") ? "; the spec: " : "");
+                if (strcmp(o->cdi_spec, "none") != 0)
+                        printf("  %s\n", o->cdi_spec);
+        }
+        if (link_change(o, p, o->cdi_hook_link, o->cdi_hook, CDI_HOOK_NAME, "docker run --gpus (CDI)", err) < 0)
+                return -1;
+        if (strcmp(o->cdi_spec, "none") == 0)
+                return 0;
+        if (!o->undo && (other = other_nvidia_spec(o->cdi_spec)) != NULL) {
+                printf("%s also defines nvidia.com/gpu devices: not writing %s beside it (two specs of one kind "
+                       "conflict); docker run --gpus uses it\n",
+                       other, o->cdi_spec);
+                return 0;
+        }
+        if (add_change(p, o->cdi_spec, err) < 0)
+                return -1;
+        c = &p->v[p->n - 1];
+        if (c->exists && (gh_cdi_spec_read(o->cdi_spec, &old, err) < 0 || !spec_is_ours(old))) {
+                if (old == NULL)
+                        return gh_err_wrap(err, "refusing to replace it");
+                p->n--;
+                free(c->path);
+                free(c->old);
+                printf("%s is not a spec gpu-cli wrote: left as it is\n", o->cdi_spec);
+                return 0;
+        }
+        if (o->undo) {
+                /* `gpu-cli cdi generate` writes the same file, and podman or containerd may use it too */
+                p->n--;
+                free(c->path);
+                free(c->old);
+                if (old != NULL)
+                        printf("%s left in place (other engines may use it): remove it by hand if nothing does\n",
+                               o->cdi_spec);
+                return 0;
+        }
+        struct gh_cdi_opts co = {
+                .root = o->g->root,
+                .ldcache = o->g->ldcache,
+                .vendor = "nvidia.com",
+                .class_ = "gpu",
+                .names = GH_CDI_NAME_INDEX | GH_CDI_NAME_UUID,
+                .caps = GH_CAP_ALL,
+                .uid = o->g->uid,
+                .gid = o->g->gid,
+        };
+        if (gh_layout_named("debian", &co.layout, err) < 0)
+                return -1;
+        if (cli_self_path(self, sizeof(self)) < 0)
+                return gh_err(err, errno, "finding our own path for the spec's hook");
+        co.hook_path = self;
+        if (gh_cdi_generate(&co, &spec, err) < 0)
+                return gh_err_wrap(err, "writing the CDI spec for docker run --gpus");
+        c->new = gh_cdi_text(spec);
+        c->make_dir = true;
+        return c->new ? 0 : gh_err(err, ENOMEM, "writing the CDI spec");
 }
 
 /* ---- containerd, CRI-O, hooks.d: whole files that are ours ---------------------------------- */
@@ -381,7 +569,7 @@ static int build_plan(const struct setup_opts *o, struct plan *p, gh_error_t *er
 {
         if (strcmp(o->engine, "docker") == 0) {
                 if (add_change(p, o->config ? o->config : "/etc/docker/daemon.json", err) < 0 ||
-                    docker_json(o, &p->v[p->n - 1], err) < 0 || docker_link(o, p, err) < 0)
+                    docker_json(o, &p->v[p->n - 1], err) < 0 || docker_link(o, p, err) < 0 || docker_cdi(o, p, err) < 0)
                         return -1;
                 p->restart = "restart dockerd (`kill -HUP` reloads the runtimes, but the --gpus hook name is looked up "
                              "only at start)";
@@ -423,6 +611,16 @@ static int apply(const struct change *c, gh_error_t *err)
         }
         if (c->new == NULL)
                 return setup_remove(c->path, err);
+        if (c->make_dir) {
+                char dir[PATH_MAX];
+                snprintf(dir, sizeof(dir), "%s", c->path);
+                for (char *q = dir + 1; (q = strchr(q, '/')) != NULL; q++) {
+                        *q = '\0';
+                        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                                return gh_err(err, errno, "creating %s", dir);
+                        *q = '/';
+                }
+        }
         if (c->backup && setup_backup(c->path, c->old, err) < 0)
                 return -1;
         if (setup_write(c->path, c->new, err) < 0)
@@ -443,6 +641,10 @@ static int parse(int argc, char **argv, struct setup_opts *o)
                 { "hook-link", required_argument, NULL, 'l' },
                 { "runtime-path", required_argument, NULL, 'R' },
                 { "hook-path", required_argument, NULL, 'P' },
+                { "docker-version", required_argument, NULL, 'V' },
+                { "cdi-hook-link", required_argument, NULL, 'L' },
+                { "cdi-spec", required_argument, NULL, 'S' },
+                { "cdi-hook", required_argument, NULL, 'T' },
                 { "default", no_argument, NULL, 'D' },
                 { "dry-run", no_argument, NULL, 'n' },
                 { "undo", no_argument, NULL, 'u' },
@@ -458,6 +660,10 @@ static int parse(int argc, char **argv, struct setup_opts *o)
                 case 'l': o->hook_link = optarg; break;
                 case 'R': o->runtime_path = optarg; break;
                 case 'P': o->hook_path = optarg; break;
+                case 'V': o->docker_version = optarg; break;
+                case 'L': o->cdi_hook_link = optarg; break;
+                case 'S': o->cdi_spec = optarg; break;
+                case 'T': o->cdi_hook = optarg; break;
                 case 'D': o->set_default = true; break;
                 case 'n': o->dry_run = true; break;
                 case 'u': o->undo = true; break;
@@ -476,8 +682,14 @@ static int parse(int argc, char **argv, struct setup_opts *o)
                         o->engine);
                 return -1;
         }
-        const char *paths[] = { o->config, o->hooks_dir, o->runtime_path, o->hook_path,
-                                strcmp(o->hook_link, "none") ? o->hook_link : NULL };
+        const char *paths[] = { o->config,
+                                o->hooks_dir,
+                                o->runtime_path,
+                                o->hook_path,
+                                strcmp(o->hook_link, "none") ? o->hook_link : NULL,
+                                strcmp(o->cdi_hook_link, "none") ? o->cdi_hook_link : NULL,
+                                strcmp(o->cdi_spec, "none") ? o->cdi_spec : NULL,
+                                o->cdi_hook };
         for (size_t i = 0; i < GH_ARRAY_SIZE(paths); i++)
                 if (paths[i] != NULL && paths[i][0] != '/') {
                         fprintf(stderr, "gpu-cli: setup: '%s' must be an absolute path\n", paths[i]);
@@ -491,7 +703,11 @@ int cmd_setup(int argc, char **argv, const struct cli_globals *g)
         struct setup_opts o = { .hooks_dir = GH_OCI_HOOKS_DIR_ADMIN,
                                 .hook_link = "/usr/local/bin/" HOOK_NAME,
                                 .runtime_path = GPUHOOK_RUNTIME_PATH,
-                                .hook_path = GPUHOOK_HOOK_PATH };
+                                .hook_path = GPUHOOK_HOOK_PATH,
+                                .cdi_hook_link = "/usr/local/bin/" CDI_HOOK_NAME,
+                                .cdi_hook = GPUHOOK_NVHOOK_PATH,
+                                .cdi_spec = GH_CDI_DIR_STATIC "/nvidia.com-gpu.json",
+                                .g = g };
         _cleanup_error_ gh_error_t err = NULL;
         struct plan p = { 0 };
         size_t changed = 0;

@@ -70,6 +70,9 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         gh_layout_detect(ns.host_rootfs, &layout);
         if (gh_plan_build(d.droot, d.drv, &d.gpus, req, &layout, &plan, err) < 0)
                 goto out;
+        /* The image's CUDA compat libraries are read on the host side too, through the same fd. */
+        if (gh_plan_for_image(&plan, ns.host_rootfs, AT_FDCWD, req, err) < 0)
+                goto out;
         if (req->ldconfig != NULL) {
                 ldconfig_fd = gh_ldconfig_open(req->ldconfig, err);
                 if (ldconfig_fd < 0)
@@ -113,9 +116,14 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
 
         t1 = now_us();
         if (ldconfig_fd >= 0) {
-                const char *dirs[3] = { plan.layout.libdir, NULL, NULL };
+                /* The compat package first: ldconfig's first directory wins a SONAME. */
+                const char *dirs[4] = { NULL, NULL, NULL, NULL };
+                size_t nd = 0;
+                if (plan.compat.used)
+                        dirs[nd++] = plan.compat.dir;
+                dirs[nd++] = plan.layout.libdir;
                 if (gh_request_caps(req) & GH_CAP_COMPAT32)
-                        dirs[1] = plan.layout.libdir32;
+                        dirs[nd++] = plan.layout.libdir32;
                 if (gh_caps_enter(GH_PHASE_LDCONFIG, err) < 0 || gh_ldconfig_run(ldconfig_fd, rootfd, dirs, err) < 0)
                         goto out;
         } else if (plan.nlibs > 0) {

@@ -193,6 +193,55 @@ int gh_elf_check_binary(int fd, const char *name, gh_error_t *err)
         return 0;
 }
 
+int gh_elf_read_note(int fd, const char *name, const char *section, const char *owner, char **desc, size_t *len,
+                     gh_error_t *err)
+{
+        _cleanup_elf_ Elf *e = NULL;
+        GElf_Ehdr ehdr;
+        Elf_Scn *scn = NULL;
+        size_t shstrndx;
+
+        *desc = NULL;
+        *len = 0;
+        if (elf_open(fd, name, &e, &ehdr, err) < 0)
+                return -1;
+        if (elf_getshdrstrndx(e, &shstrndx) < 0)
+                return elf_fail(err, name, "reading the section names");
+        while ((scn = elf_nextscn(e, scn)) != NULL) {
+                GElf_Shdr shdr;
+                GElf_Nhdr nhdr;
+                Elf_Data *data;
+                const char *sname;
+                size_t off = 0, name_off, desc_off;
+
+                if (gelf_getshdr(scn, &shdr) == NULL)
+                        return elf_fail(err, name, "reading a section header");
+                if (shdr.sh_type != SHT_NOTE || (sname = elf_strptr(e, shstrndx, shdr.sh_name)) == NULL ||
+                    strcmp(sname, section) != 0)
+                        continue;
+                if (shdr.sh_size > GH_ELF_NOTE_MAX)
+                        return gh_err(err, 0, "%s: section %s is %llu bytes, more than %u", name, section,
+                                      (unsigned long long) shdr.sh_size, GH_ELF_NOTE_MAX);
+                if ((data = elf_getdata(scn, NULL)) == NULL)
+                        return elf_fail(err, name, "reading a note section");
+                /* gelf_getnote checks every size against the data and returns 0 at the end. */
+                while ((off = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) > 0) {
+                        const char *n = (const char *) data->d_buf + name_off;
+                        /* the name's NUL padding is not counted the same way by every writer */
+                        if (strnlen(n, nhdr.n_namesz) != strlen(owner) || memcmp(n, owner, strlen(owner)) != 0)
+                                continue;
+                        if ((*desc = malloc(nhdr.n_descsz + 1)) == NULL)
+                                return gh_err(err, ENOMEM, "%s", name);
+                        memcpy(*desc, (const char *) data->d_buf + desc_off, nhdr.n_descsz);
+                        (*desc)[nhdr.n_descsz] = '\0';
+                        *len = nhdr.n_descsz;
+                        return 1;
+                }
+                return 0;
+        }
+        return 0;
+}
+
 bool gh_elf_needs(const struct gh_elf_lib *lib, const char *stem)
 {
         size_t len = strlen(stem);

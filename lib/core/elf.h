@@ -28,6 +28,14 @@ int gh_elf_check_library(int fd, const char *name, bool compat32, struct gh_elf_
  * a "#!" script (the wrapper some installs put in /usr/bin) is rejected. */
 int gh_elf_check_binary(int fd, const char *name, gh_error_t *err);
 
+/* Reads the first ELF note owned by `owner` in the SHT_NOTE section called `section` of the file
+ * open on fd, without loading or running anything: returns 1 with its descriptor (malloc'ed, NUL
+ * added, *len bytes before it), 0 when the file has no such section or note, -1 when the file is
+ * not ELF or the section is malformed or larger than GH_ELF_NOTE_MAX. */
+#define GH_ELF_NOTE_MAX (64u << 10)
+int gh_elf_read_note(int fd, const char *name, const char *section, const char *owner, char **desc, size_t *len,
+                     gh_error_t *err);
+
 /* True when one of lib's DT_NEEDED entries is `stem.so` or starts with `stem.so.`. */
 bool gh_elf_needs(const struct gh_elf_lib *lib, const char *stem);
 

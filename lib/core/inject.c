@@ -148,7 +148,7 @@ int gh_plan_apply(struct gh_plan *plan, int rootfd, gh_error_t *err)
                         break;
                 case GH_ITEM_FILE: r = gh_attach(&it->source, rootfd, it->dst, GH_TARGET_FILE, it->flags, &e); break;
                 case GH_ITEM_DIR: r = gh_attach(&it->source, rootfd, it->dst, GH_TARGET_DIR, it->flags, &e); break;
-                case GH_ITEM_SYMLINK: r = gh_create_symlink(rootfd, it->dst, it->target, &e); break;
+                case GH_ITEM_SYMLINK: r = gh_create_symlink_over(rootfd, it->dst, it->target, it->replace, &e); break;
                 default: r = gh_err(&e, EINVAL, "unknown plan item");
                 }
                 if (r < 0 && it->optional) {

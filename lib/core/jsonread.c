@@ -284,8 +284,16 @@ static int parse_value(struct parser *p, int depth)
                 p->doc->v[node].str = s;
                 return node;
         }
-        if (c == '-' || (c >= '0' && c <= '9'))
-                return parse_number(p) < 0 ? -1 : new_node(p, GH_JSON_NUMBER);
+        if (c == '-' || (c >= '0' && c <= '9')) {
+                size_t start = p->pos;
+                int n;
+                if (parse_number(p) < 0 || (n = new_node(p, GH_JSON_NUMBER)) < 0)
+                        return -1;
+                /* the number as written, for callers that read integers (gh_json_uint) */
+                if ((p->doc->v[n].str = strndup(p->s + start, p->pos - start)) == NULL)
+                        return fail(p, "out of memory");
+                return n;
+        }
         for (size_t i = 0; i < sizeof(literals) / sizeof(literals[0]); i++) {
                 size_t n = strlen(literals[i].word);
                 if (p->len - p->pos >= n && memcmp(p->s + p->pos, literals[i].word, n) == 0) {
@@ -329,6 +337,22 @@ int gh_json_get(const struct gh_json *doc, int obj, const char *key)
                 if (strcmp(doc->v[c].key, key) == 0)
                         return c;
         return -1;
+}
+
+int gh_json_uint(const struct gh_json *doc, int i, unsigned long max, unsigned long *out)
+{
+        const char *s;
+        unsigned long v = 0;
+
+        if (i < 0 || (size_t) i >= doc->n || doc->v[i].type != GH_JSON_NUMBER || (s = doc->v[i].str) == NULL ||
+            *s == '\0' || strspn(s, "0123456789") != strlen(s) || strlen(s) > 9)
+                return -1;
+        for (; *s; s++)
+                v = v * 10 + (unsigned long) (*s - '0');
+        if (v > max)
+                return -1;
+        *out = v;
+        return 0;
 }
 
 void gh_json_free(struct gh_json *doc)

@@ -17,7 +17,7 @@ enum gh_json_type { GH_JSON_NULL, GH_JSON_BOOL, GH_JSON_NUMBER, GH_JSON_STRING, 
 struct gh_json_node {
         enum gh_json_type type;
         char *key; /* a member of an object: its name (decoded) */
-        char *str; /* STRING: the decoded value, NUL-terminated */
+        char *str; /* STRING: the decoded value, NUL-terminated; NUMBER: the number as written */
         int child; /* ARRAY, OBJECT: the first element, -1 when empty */
         int next;  /* the next element of the parent, -1 at the end */
 };
@@ -31,6 +31,9 @@ int gh_jsonread_parse(const char *text, size_t len, struct gh_json *doc, gh_erro
 
 /* The member `key` of object node obj, -1 when absent (or obj is no object). */
 int gh_json_get(const struct gh_json *doc, int obj, const char *key);
+
+/* Node i as an unsigned integer (a NUMBER written as plain digits, at most max): 0, or -1. */
+int gh_json_uint(const struct gh_json *doc, int i, unsigned long max, unsigned long *out);
 
 void gh_json_free(struct gh_json *doc);
 

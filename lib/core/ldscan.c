@@ -46,8 +46,9 @@ struct scan {
         struct dir *dirs;
         size_t ndirs, cap;
         size_t dirents;
-        bool stopped;   /* a limit was hit: scan no further */
-        bool dirs_full; /* more directories than GH_LDSCAN_MAX_DIRS: add no more */
+        bool stopped;      /* a limit was hit: scan no further */
+        bool dirs_full;    /* more directories than GH_LDSCAN_MAX_DIRS: add no more */
+        bool link_or_file; /* gh_ldscan_dirs: the SONAME link only when it is there, else the file */
         struct gh_ldcache_set *out;
 };
 
@@ -345,6 +346,17 @@ static int scan_dir(struct scan *s, size_t di, gh_error_t *err)
                         r = gh_err(err, ENOMEM, "scanning libraries");
                         break;
                 }
+                /* ldconfig would create a missing SONAME link; we write nothing there, so the entry
+                 * names the file itself instead of a link that does not exist. */
+                struct stat vst;
+                if (s->link_or_file && !dir->hwcaps && stat_in_root(s, value, &vst) < 0) {
+                        free(value);
+                        if (asprintf(&value, "%s/%s", dir->path, libs[i].name) < 0) {
+                                value = NULL;
+                                r = gh_err(err, ENOMEM, "scanning libraries");
+                                break;
+                        }
+                }
                 ent.value = value;
                 ent.hwcap = dir->hwcaps ? (uint64_t) libs[i].isa_level << 32 : hwcap;
                 r = gh_ldcache_set_add(s->out, &ent, err);
@@ -352,6 +364,29 @@ static int scan_dir(struct scan *s, size_t di, gh_error_t *err)
         for (size_t i = 0; i < nlibs; i++)
                 lib_free(&libs[i]);
         free(libs);
+        return r;
+}
+
+int gh_ldscan_dirs(int rootfd, int procfd, const char *const *dirs, size_t ndirs, struct gh_ldcache_set *out,
+                   gh_error_t *err)
+{
+        struct scan s = { .rootfd = rootfd, .procfd = procfd, .out = out, .link_or_file = true };
+        int r = -1;
+
+        for (size_t i = 0; i < ndirs; i++)
+                if (add_configured(&s, dirs[i], GH_LDCONF_FLAG_ANY, err) < 0)
+                        goto out;
+        for (size_t i = 0; i < s.ndirs && !s.stopped; i++)
+                if (scan_dir(&s, i, err) < 0)
+                        goto out;
+        gh_debug("ld.so cache entries from %zu given directories: %zu", ndirs, out->n);
+        r = 0;
+out:
+        for (size_t i = 0; i < s.ndirs; i++) {
+                free(s.dirs[i].path);
+                free(s.dirs[i].hwcaps);
+        }
+        free(s.dirs);
         return r;
 }
 

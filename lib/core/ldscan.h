@@ -23,6 +23,12 @@
  * and directories are skipped, as ldconfig skips them; hitting a limit stops with a warning. */
 int gh_ldscan(int rootfd, int procfd, struct gh_ldcache_set *out, gh_error_t *err);
 
+/* The same scan over the directories given (container paths, in that order) instead of the
+ * image's configuration: what `update-ldcache --folder` indexes.  An entry names the SONAME link
+ * when the directory has it, else the file itself (nothing is created in the directory). */
+int gh_ldscan_dirs(int rootfd, int procfd, const char *const *dirs, size_t ndirs, struct gh_ldcache_set *out,
+                   gh_error_t *err);
+
 /* Identifies one library file (an fd opened for reading, name is the directory entry's name):
  * returns 0 with the cache flags, the SONAME (malloc'ed; the name itself when it has none) and the
  * x86 ISA level it needs, or 1 when ldconfig would not index it (not a shared object, another

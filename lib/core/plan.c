@@ -451,8 +451,46 @@ int gh_plan_build(int driver_rootfd, const struct gh_driver *drv, const struct g
         return 0;
 }
 
+int gh_plan_cuda_compat(struct gh_plan *plan, int rootfd, int procfd, const char *dir, const char *host_driver,
+                        const char *host_cuda, gh_error_t *err)
+{
+        gh_cuda_compat_free(&plan->compat);
+        if (gh_cuda_compat_check(rootfd, procfd, dir, host_driver ? host_driver : plan->driver_version, host_cuda,
+                                 &plan->compat, err) < 0)
+                return -1;
+        for (size_t k = 0; plan->compat.used && k < plan->compat.nlibs; k++) {
+                const struct gh_compat_lib *cl = &plan->compat.libs[k];
+                bool replaced = false;
+                for (size_t i = 0; i < plan->nlibs; i++) {
+                        char *p;
+                        if (plan->libs[i].compat32 || strcmp(plan->libs[i].soname, cl->soname) != 0)
+                                continue;
+                        if ((p = strdup(cl->path)) == NULL)
+                                return gh_err(err, ENOMEM, "planning CUDA forward compatibility");
+                        free(plan->libs[i].path);
+                        plan->libs[i].path = p;
+                        replaced = true;
+                }
+                if (!replaced && gh_plan_add_library(plan, cl->soname, cl->path, false, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+int gh_plan_for_image(struct gh_plan *plan, int rootfd, int procfd, const struct gh_request *req, gh_error_t *err)
+{
+        bool has_libcuda = false;
+
+        for (size_t i = 0; i < plan->nlibs; i++)
+                has_libcuda |= !plan->libs[i].compat32 && strcmp(plan->libs[i].soname, "libcuda.so.1") == 0;
+        if (req->no_cuda_compat || !has_libcuda)
+                return 0;
+        return gh_plan_cuda_compat(plan, rootfd, procfd, NULL, NULL, NULL, err);
+}
+
 void gh_plan_free(struct gh_plan *plan)
 {
+        gh_cuda_compat_free(&plan->compat);
         for (size_t i = 0; i < plan->n; i++) {
                 gh_source_close(&plan->items[i].source);
                 free(plan->items[i].src);

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include "cgroup.h"
+#include "compat.h"
 #include "driver.h"
 #include "error.h"
 #include "gpus.h"
@@ -53,6 +54,7 @@ struct gh_item {
         unsigned flags; /* GH_MNT_* */
         dev_t rdev;     /* DEVICE: expected st_rdev */
         bool optional;  /* a failure is a warning (e.g. a symlink the image already has as a file) */
+        bool replace;   /* SYMLINK: a file the image has there is replaced (CDI create-symlinks) */
         unsigned cap;   /* the GH_CAP_* bit that brought it in (0: always) */
         bool compat32;  /* an i386 library */
         char *soname;   /* LIBRARY: its SONAME (NULL when it has none) */
@@ -98,6 +100,10 @@ struct gh_plan {
         bool no_devbind;
         bool used_nvml; /* the GPU list came from NVML */
         bool mps_group; /* the container joins an MPS group (docs/mps.md) */
+        /* CUDA forward compatibility (docs/cuda-compat.md): the image's compat libraries, looked at
+         * by gh_plan_cuda_compat() when there is an image (compat.checked); when used, libs holds
+         * their entries in place of the driver's. */
+        struct gh_cuda_compat compat;
 };
 
 /* The layout of the container whose root is rootfd (in-root resolver): Debian-style
@@ -113,6 +119,21 @@ int gh_layout_named(const char *name, struct gh_layout *out, gh_error_t *err);
  * success and empty on failure. */
 int gh_plan_build(int driver_rootfd, const struct gh_driver *drv, const struct gh_gpu_list *gpus,
                   const struct gh_request *req, const struct gh_layout *layout, struct gh_plan *out, gh_error_t *err);
+
+/* The part of the plan that depends on the image: CUDA forward compatibility.  Looks at the
+ * image's compat directory (dir, NULL: /usr/local/cuda/compat) in the root rootfd, decides with
+ * the plan's driver version, records the decision in plan->compat and, when the compat libraries
+ * are to be preferred, makes them the plan's ld cache entries for their SONAMEs (replacing the
+ * driver's, e.g. libcuda.so.1) and adds the others.  The hook path (configure), `configure
+ * --dry-run` and `list --rootfs` call it after gh_plan_build(); so do the CDI hooks, with the
+ * version their spec names.  -1 only when memory runs out. */
+int gh_plan_cuda_compat(struct gh_plan *plan, int rootfd, int procfd, const char *dir, const char *host_driver,
+                        const char *host_cuda, gh_error_t *err);
+
+/* The image's part of the plan for req, one rule for every front end that has an image (the hook
+ * path, `configure --dry-run ROOTFS`, `list --rootfs`): CUDA forward compatibility unless
+ * req->no_cuda_compat or the plan has no ld cache entries (no libcuda to prefer anything over). */
+int gh_plan_for_image(struct gh_plan *plan, int rootfd, int procfd, const struct gh_request *req, gh_error_t *err);
 
 /* Host side: opens every source under the driver root and checks device nodes' st_rdev. */
 int gh_plan_open_sources(struct gh_plan *plan, int driver_rootfd, const char *driver_root, gh_error_t *err);

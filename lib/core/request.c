@@ -180,6 +180,7 @@ static const struct option request_options[] = {
         { "no-persistenced", no_argument, NULL, GH_REQUEST_OPT_NO_PERSISTENCED },
         { "no-fabricmanager", no_argument, NULL, GH_REQUEST_OPT_NO_FABRICMANAGER },
         { "no-gsp-firmware", no_argument, NULL, GH_REQUEST_OPT_NO_GSP },
+        { "no-cuda-compat", no_argument, NULL, GH_REQUEST_OPT_NO_CUDA_COMPAT },
         { "mps-pipe-dir", required_argument, NULL, GH_REQUEST_OPT_MPS_PIPE_DIR },
         { "mps-group", required_argument, NULL, GH_REQUEST_OPT_MPS_GROUP },
         { "mps-dir", required_argument, NULL, GH_REQUEST_OPT_MPS_DIR },
@@ -215,6 +216,7 @@ int gh_request_option(struct gh_request *req, int opt, const char *arg, gh_error
         case GH_REQUEST_OPT_NO_PERSISTENCED: req->no_persistenced = true; return 0;
         case GH_REQUEST_OPT_NO_FABRICMANAGER: req->no_fabricmanager = true; return 0;
         case GH_REQUEST_OPT_NO_GSP: req->no_gsp_firmware = true; return 0;
+        case GH_REQUEST_OPT_NO_CUDA_COMPAT: req->no_cuda_compat = true; return 0;
         case GH_REQUEST_OPT_MPS_PIPE_DIR:
                 if (arg[0] != '/')
                         return invalid(err, "--mps-pipe-dir=%s: must be an absolute path", arg);
@@ -358,7 +360,8 @@ int gh_request_to_argv(const struct gh_request *req, char ***argv, size_t *argc,
             (req->no_devbind && gh_argv_add(argv, argc, err, "--no-devbind") < 0) ||
             (req->no_persistenced && gh_argv_add(argv, argc, err, "--no-persistenced") < 0) ||
             (req->no_fabricmanager && gh_argv_add(argv, argc, err, "--no-fabricmanager") < 0) ||
-            (req->no_gsp_firmware && gh_argv_add(argv, argc, err, "--no-gsp-firmware") < 0))
+            (req->no_gsp_firmware && gh_argv_add(argv, argc, err, "--no-gsp-firmware") < 0) ||
+            (req->no_cuda_compat && gh_argv_add(argv, argc, err, "--no-cuda-compat") < 0))
                 return -1;
         for (size_t i = 0; i < *argc; i++)
                 total += strlen((*argv)[i]) + 1 + sizeof(char *);

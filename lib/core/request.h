@@ -40,6 +40,7 @@ struct gh_request {
         char *mps_group;    /* an MPS group to join (docs/mps.md); NULL = none */
         char *mps_dir;      /* where MPS groups live; NULL = GH_MPS_DEFAULT_DIR */
         bool no_cgroups, no_devbind, no_persistenced, no_fabricmanager, no_gsp_firmware;
+        bool no_cuda_compat; /* never prefer the image's CUDA compat libraries (docs/cuda-compat.md) */
         /* Not part of what the container asks (no request option; gpu-cli's global --state-file):
          * the driver-state cache NVML's answers may come from (ops/statecache.h) and its code (the
          * gh_gpu_cache interface, gpumodel.h); NULL = none.  Not owned. */
@@ -77,7 +78,7 @@ bool gh_request_wants_gpus(const struct gh_request *req);
  *   -d/--device=LIST  -R/--require=EXPR  --compute --utility --video --graphics --display --ngx
  *   --compat32  --mig-config=all  --mig-monitor=all  --imex-channel=N[,N...]  --user=UID[:GID]
  *   --ldconfig=@PATH  --no-cgroups --no-devbind --no-persistenced --no-fabricmanager
- *   --no-gsp-firmware  --mps-pipe-dir=DIR  --mps-group=NAME  --mps-dir=DIR
+ *   --no-gsp-firmware  --no-cuda-compat  --mps-pipe-dir=DIR  --mps-group=NAME  --mps-dir=DIR
  * A command adds its own options (extra) with getopt values outside GH_REQUEST_OPT_*; they reach
  * `option`, which returns 0 to go on, 1 to stop parsing (e.g. --help), -1 with *err filled. */
 struct gh_request_cli {
@@ -107,6 +108,7 @@ enum {
         GH_REQUEST_OPT_NO_PERSISTENCED,
         GH_REQUEST_OPT_NO_FABRICMANAGER,
         GH_REQUEST_OPT_NO_GSP,
+        GH_REQUEST_OPT_NO_CUDA_COMPAT,
         GH_REQUEST_OPT_MPS_PIPE_DIR,
         GH_REQUEST_OPT_MPS_GROUP,
         GH_REQUEST_OPT_MPS_DIR,

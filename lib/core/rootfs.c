@@ -380,6 +380,11 @@ int gh_create_file(int rootfd, const char *path, mode_t mode, gh_error_t *err)
 
 int gh_create_symlink(int rootfd, const char *path, const char *target, gh_error_t *err)
 {
+        return gh_create_symlink_over(rootfd, path, target, false, err);
+}
+
+int gh_create_symlink_over(int rootfd, const char *path, const char *target, bool replace_file, gh_error_t *err)
+{
         _cleanup_free_ char *name = NULL;
         _cleanup_close_ int dirfd = -1;
 
@@ -397,7 +402,7 @@ int gh_create_symlink(int rootfd, const char *path, const char *target, gh_error
                         return gh_err(err, errno, "creating symlink %s -> %s inside the container root", path, target);
                 if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         continue;
-                if (!S_ISLNK(st.st_mode)) {
+                if (!S_ISLNK(st.st_mode) && !(replace_file && !S_ISDIR(st.st_mode))) {
                         gh_err(err, EEXIST, "creating symlink %s -> %s: a %s is already there", path, target,
                                S_ISDIR(st.st_mode) ? "directory" : "file");
                         return gh_err_code(err, EEXIST);

@@ -37,6 +37,9 @@ int gh_create_file(int rootfd, const char *path, mode_t mode, gh_error_t *err);
 /* Creates the symlink PATH -> TARGET.  TARGET is stored as given and never resolved.  An existing
  * symlink is replaced; an existing file or directory is an error with code EEXIST. */
 int gh_create_symlink(int rootfd, const char *path, const char *target, gh_error_t *err);
+/* The same; with replace_file, anything but a directory at PATH is replaced too (`ln -sf`: a bind
+ * mount there is not, unlink fails with EBUSY). */
+int gh_create_symlink_over(int rootfd, const char *path, const char *target, bool replace_file, gh_error_t *err);
 
 /* Opens PATH inside the root for reading only if it is a regular file, without ever opening
  * anything else: the path is resolved O_PATH, checked with fstat, and that very inode reopened

@@ -538,6 +538,7 @@ int gh_env_request(const struct gh_config *cfg, const struct gh_env_decision *d,
         if (cfg->cli.ldconfig && gh_request_set_ldconfig(req, cfg->cli.ldconfig, err) < 0)
                 return gh_err_wrap(err, "\"cli.ldconfig\" in the gpu-hook configuration");
         req->no_cgroups = cfg->cli.no_cgroups;
+        req->no_cuda_compat = !cfg->cuda_compat;
         if (d->mps_group) {
                 req->mps_group = strdup(d->mps_group);
                 if (strcmp(cfg->mps.dir, GH_MPS_DEFAULT_DIR) != 0)

@@ -49,6 +49,7 @@ static const struct key top_keys[] = {
         KN("swarm-resource", KEY_NAMES, swarm_resource, n_swarm_resource),
         K("supported-driver-capabilities", KEY_CAPS, supported_caps),
         K("accept-mps-group-envvar", KEY_BOOL, accept_mps_envvar),
+        K("cuda-compat", KEY_BOOL, cuda_compat),
 };
 
 static const struct key mps_keys[] = {
@@ -91,6 +92,7 @@ int gh_config_init(struct gh_config *cfg, gh_error_t *err)
         memset(cfg, 0, sizeof(*cfg));
         cfg->accept_envvar_unprivileged = true;
         cfg->supported_caps = GH_CAP_ALL;
+        cfg->cuda_compat = true;
         cfg->swarm_resource = calloc(1, sizeof(char *));
         cfg->cli.root = strdup("/");
         cfg->cli.path = strdup(GPUHOOK_CLI_PATH);

@@ -22,6 +22,7 @@ struct gh_config {
         size_t n_swarm_resource;
         unsigned supported_caps; /* supported-driver-capabilities: GH_CAP_ALL */
         bool accept_mps_envvar;  /* accept-mps-group-envvar: false */
+        bool cuda_compat;        /* cuda-compat: true (docs/cuda-compat.md) */
         struct {
                 char *dir; /* "/run/gpu-hook/mps" (GH_MPS_DEFAULT_DIR) */
         } mps;

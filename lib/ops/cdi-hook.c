@@ -11,13 +11,19 @@
 #include "caps.h"
 #include "cdi-hook.h"
 #include "cleanup.h"
-#include "discover.h"
+#include "compat.h"
+#include "config.h" /* the build's: GPUHOOK_DEFAULT_CONFIG */
 #include "devices.h"
+#include "discover.h"
+#include "file.h"
 #include "gpus.h"
+#include "hookconfig.h"
 #include "ldcache.h"
+#include "ldscan.h"
 #include "log.h"
 #include "oci.h"
 #include "plan.h"
+#include "readfile.h"
 #include "rootfs.h"
 
 int gh_cdi_pair_parse(const char *opt, char *arg, bool b_abs, struct gh_cdi_pair *out, gh_error_t *err)
@@ -76,8 +82,16 @@ static int check_container_namespace(pid_t pid, int rootfd, const char *rootfs, 
         return gh_err(err, EPERM, "not in the container's mount namespace: %s", where);
 }
 
-/* The GPUs whose /dev/nvidiaN the runtime was told to create: their /proc/driver/nvidia/gpus
- * entries are shown in the container, the others are not. */
+/* The GPUs whose /dev/nvidiaN the runtime was told to create (config.json linux.devices): the
+ * container's GPUs, whoever wrote the spec.  Bit N of *mask: minor N (below 64). */
+static bool is_gpu_node(const struct gh_oci_device *d)
+{
+        const char *n = d->path;
+        return d->type == 'c' && d->major == GH_NVIDIA_MAJOR && d->minor >= 0 && d->minor < GH_NVIDIA_MODESET_MINOR &&
+               strncmp(n, "/dev/nvidia", 11) == 0 && n[11] != '\0' && strspn(n + 11, "0123456789") == strlen(n + 11);
+}
+
+/* Their /proc/driver/nvidia/gpus entries are shown in the container, the others are not. */
 static int plan_proc_gpus(struct gh_plan *plan, int droot, const struct gh_oci_spec *spec, gh_error_t *err)
 {
         _cleanup_gpu_list_ struct gh_gpu_list gpus = { 0 };
@@ -103,23 +117,259 @@ static int plan_proc_gpus(struct gh_plan *plan, int droot, const struct gh_oci_s
         return 0;
 }
 
-static int build_plan(struct gh_plan *plan, const struct gh_cdi_hook_opts *o, int droot, const struct gh_oci_spec *spec,
-                      gh_error_t *err)
+/* The folders' libraries (update-ldcache --folder), as ldconfig would index those directories: one
+ * entry per SONAME, the first folder winning. */
+/* "/a/./b//../c" -> "/a/c", ".." stopping at "/": the path a loader in the container would use
+ * (the in-root resolver reads it the same way; the ld cache entries then carry a plain path). */
+static char *lexical_path(const char *p)
 {
-        for (size_t i = 0; i < o->nlinks; i++)
+        char *out = malloc(strlen(p) + 2);
+        size_t n = 0;
+
+        if (out == NULL)
+                return NULL;
+        out[n++] = '/';
+        while (*p) {
+                size_t len;
+                while (*p == '/')
+                        p++;
+                len = strcspn(p, "/");
+                if (len == 0)
+                        break;
+                if (len == 2 && p[0] == '.' && p[1] == '.') {
+                        while (n > 1 && out[n - 1] != '/')
+                                n--;
+                        if (n > 1)
+                                n--;
+                } else if (!(len == 1 && p[0] == '.')) {
+                        if (n > 1)
+                                out[n++] = '/';
+                        memcpy(out + n, p, len);
+                        n += len;
+                }
+                p += len;
+        }
+        out[n] = '\0';
+        return out;
+}
+
+static int plan_folders(struct gh_plan *plan, const struct gh_cdi_hook_opts *o, int rootfd, gh_error_t *err)
+{
+        struct gh_ldcache_set set = { 0 };
+        char **dirs = calloc(o->nfolders + 1, sizeof(*dirs));
+        int r = -1;
+
+        if (dirs == NULL)
+                return gh_err(err, ENOMEM, "reading --folder");
+        for (size_t i = 0; i < o->nfolders; i++)
+                if ((dirs[i] = lexical_path(o->folders[i])) == NULL) {
+                        gh_err(err, ENOMEM, "reading --folder");
+                        goto out;
+                }
+        if (gh_ldscan_dirs(rootfd, AT_FDCWD, (const char *const *) dirs, o->nfolders, &set, err) < 0)
+                goto out;
+        for (size_t i = 0; i < set.n; i++) {
+                const struct gh_ldcache_entry *e = &set.entries[i];
+                bool is32 = e->flags == GH_LDCACHE_FLAGS_I386, dup = false;
+                if ((e->flags != GH_LDCACHE_FLAGS_X86_64 && !is32) || e->hwcaps != NULL || e->hwcap != 0)
+                        continue;
+                for (size_t k = 0; k < plan->nlibs && !dup; k++)
+                        dup = plan->libs[k].compat32 == is32 && strcmp(plan->libs[k].soname, e->key) == 0;
+                if (!dup && gh_plan_add_library(plan, e->key, e->value, is32, err) < 0)
+                        goto out;
+        }
+        r = 0;
+out:
+        for (size_t i = 0; i < o->nfolders; i++)
+                free(dirs[i]);
+        free(dirs);
+        gh_ldcache_set_free(&set);
+        return r;
+}
+
+/* cuda-compat in the hook configuration (default true).  A configuration that cannot be read is
+ * reported and counts as the default: it must not stop CDI containers. */
+static bool compat_allowed(const struct gh_cdi_hook_opts *o)
+{
+        _cleanup_error_ gh_error_t e = NULL;
+        struct gh_config cfg;
+        bool allowed;
+
+        if (gh_config_load(&cfg, o->config ? o->config : GPUHOOK_DEFAULT_CONFIG, &e) < 0) {
+                gh_warn("%s; CUDA forward compatibility stays on", e->msg);
+                return true;
+        }
+        allowed = cfg.cuda_compat;
+        gh_config_free(&cfg);
+        return allowed;
+}
+
+/* The directory a previous enable-cuda-compat of this container recorded (GH_CDI_COMPAT_RECORD),
+ * or NULL.  The image could have written the file too: that only makes us apply the same rule. */
+static char *compat_record(int rootfd)
+{
+        _cleanup_error_ gh_error_t e = NULL;
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+
+        if (gh_read_at(rootfd, GH_CDI_COMPAT_RECORD, 4096, true, &text, &len, &e) < 0)
+                return NULL;
+        text[strcspn(text, "\n")] = '\0';
+        return text[0] == '/' ? strdup(text) : NULL;
+}
+
+/* CUDA forward compatibility: asked for by this hook (enable-cuda-compat, cdi-hook --cuda-compat),
+ * or recorded by an earlier enable-cuda-compat when this hook rewrites the ld cache. */
+static int plan_compat(struct gh_plan *plan, const struct gh_cdi_hook_opts *o, int rootfd, int droot, bool *record,
+                       gh_error_t *err)
+{
+        _cleanup_free_ char *recorded = NULL;
+        char live[64];
+
+        *record = false;
+        if (o->compat_driver != NULL || o->compat_cuda != NULL) {
+                if (!compat_allowed(o))
+                        return 0;
+                if (gh_plan_cuda_compat(plan, rootfd, AT_FDCWD, o->compat_dir, o->compat_driver ? o->compat_driver : "",
+                                        o->compat_cuda, err) < 0)
+                        return -1;
+                *record = plan->compat.used;
+                return 0;
+        }
+        if (!(o->ldcache || plan->nlibs > 0) || (recorded = compat_record(rootfd)) == NULL || !compat_allowed(o))
+                return 0;
+        _cleanup_error_ gh_error_t e = NULL;
+        if (gh_gpus_driver_version(droot, live, sizeof(live), &e) < 0) {
+                gh_warn("CUDA forward compatibility recorded in %s, but %s", GH_CDI_COMPAT_RECORD, e->msg);
+                return 0;
+        }
+        return gh_plan_cuda_compat(plan, rootfd, AT_FDCWD, recorded, live, NULL, err);
+}
+
+static int build_plan(struct gh_plan *plan, const struct gh_cdi_hook_opts *o, int rootfd, int droot,
+                      const struct gh_oci_spec *spec, bool *record, gh_error_t *err)
+{
+        for (size_t i = 0; i < o->nlinks; i++) {
                 if (gh_plan_add_symlink(plan, o->links[i].b, o->links[i].a, true, err) < 0)
                         return -1;
+                if (plan->n > 0 && plan->items[plan->n - 1].kind == GH_ITEM_SYMLINK)
+                        plan->items[plan->n - 1].replace = o->replace_files;
+        }
         for (size_t i = 0; i < o->nlibs; i++)
                 if (gh_plan_add_library(plan, o->libs[i].a, o->libs[i].b, false, err) < 0)
                         return -1;
         for (size_t i = 0; i < o->nlibs32; i++)
                 if (gh_plan_add_library(plan, o->libs32[i].a, o->libs32[i].b, true, err) < 0)
                         return -1;
+        if (o->nfolders > 0 && plan_folders(plan, o, rootfd, err) < 0)
+                return -1;
+        if (plan_compat(plan, o, rootfd, droot, record, err) < 0)
+                return -1;
         if (!o->mask_proc)
                 return 0;
         if (gh_plan_read_proc(plan, droot, err) < 0)
                 return -1;
         return plan_proc_gpus(plan, droot, spec, err);
+}
+
+/* A small file written whole into a directory of the container (dirfd from the in-root resolver):
+ * through the one writer, atomically, so a link at name is replaced, never followed. */
+static int write_in_dir(int dirfd, const char *name, const char *text, mode_t mode, const char *what, gh_error_t *err)
+{
+        if (gh_write_file_at(dirfd, name, text, strlen(text), mode, GH_WRITE_ATOMIC, NULL, err) < 0)
+                return gh_err_wrap(err, "writing %s in the container", what);
+        return 0;
+}
+
+static int write_compat_record(int rootfd, const char *dir, gh_error_t *err)
+{
+        _cleanup_free_ char *text = NULL;
+        _cleanup_close_ int d = gh_mkdir_p(rootfd, "/etc/ld.so.conf.d", 0755, err);
+
+        if (d < 0 || asprintf(&text, "%s\n", dir) < 0)
+                return d < 0 ? -1 : gh_err(err, ENOMEM, "recording CUDA forward compatibility");
+        return write_in_dir(d, "00-compat-gpu-hook.conf", text, 0644, GH_CDI_COMPAT_RECORD, err);
+}
+
+int gh_cdi_app_profile_text(unsigned long long mask, char *buf, size_t size)
+{
+        return snprintf(buf, size,
+                        "{\"profiles\":[{\"name\":\"_container_\",\"settings\":[\"EGLVisibleDGPUDevices\",0x%llx]}],"
+                        "\"rules\":[{\"pattern\":[],\"profile\":\"_container_\"}]}",
+                        mask);
+}
+
+/* The driver's application profile limiting EGL and Vulkan to the container's GPUs. */
+static int write_app_profile(int rootfd, const struct gh_oci_spec *spec, gh_error_t *err)
+{
+        unsigned long long mask = 0;
+        char text[256];
+
+        for (size_t i = 0; i < spec->n_devices; i++)
+                if (is_gpu_node(&spec->devices[i]) && spec->devices[i].minor < 64)
+                        mask |= 1ULL << spec->devices[i].minor;
+        if (mask == 0)
+                return 0; /* no GPU node: nothing to restrict */
+        _cleanup_close_ int d = gh_mkdir_p(rootfd, GH_CDI_APP_PROFILE_DIR, 0555, err);
+        if (d < 0)
+                return -1;
+        gh_cdi_app_profile_text(mask, text, sizeof(text));
+        return write_in_dir(d, GH_CDI_APP_PROFILE, text, 0444, GH_CDI_APP_PROFILE_DIR "/" GH_CDI_APP_PROFILE, err);
+}
+
+/* chmod (deprecated in NVIDIA's hook, still in old specs: `--mode 755 --path /dev/dri`).  Only a
+ * directory or character device on the container's own /dev (the runtime's tmpfs) is changed: a
+ * path that leads elsewhere (a link to a bind-mounted host file or directory) is left alone. */
+static int apply_chmod(int rootfd, const struct gh_cdi_hook_opts *o, gh_error_t *err)
+{
+        _cleanup_error_ gh_error_t e = NULL;
+        _cleanup_close_ int dev = gh_resolve(rootfd, "/dev", O_PATH | O_DIRECTORY, &e);
+        struct stat dst;
+
+        if (dev < 0 || fstat(dev, &dst) < 0) {
+                gh_warn("chmod: the container has no /dev: nothing changed");
+                return 0;
+        }
+        for (size_t i = 0; i < o->nchmod; i++) {
+                const char *p = o->chmod_paths[i];
+                _cleanup_error_ gh_error_t pe = NULL;
+                _cleanup_close_ int fd = -1;
+                char self[64];
+                struct stat st;
+
+                if (strncmp(p, "/dev/", 5) != 0) {
+                        gh_warn("chmod: %s is not under /dev: left alone", p);
+                        continue;
+                }
+                fd = gh_resolve(rootfd, p, O_PATH, &pe);
+                if (fd < 0 || fstat(fd, &st) < 0) {
+                        gh_debug("chmod: %s: %s (skipped)", p, pe ? pe->msg : "cannot stat");
+                        continue;
+                }
+                if (st.st_dev != dst.st_dev || !(S_ISDIR(st.st_mode) || S_ISCHR(st.st_mode))) {
+                        gh_warn("chmod: %s is not a directory or device node of the container's /dev: left alone", p);
+                        continue;
+                }
+                if ((st.st_mode & 07777) == o->chmod_mode)
+                        continue;
+                snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+                if (chmod(self, o->chmod_mode) < 0)
+                        return gh_err(err, errno, "chmod %o %s in the container", (unsigned) o->chmod_mode, p);
+                gh_debug("chmod %o %s", (unsigned) o->chmod_mode, p);
+        }
+        return 0;
+}
+
+static int read_state(const struct gh_cdi_hook_opts *o, struct gh_oci_state *state, gh_error_t *err)
+{
+        _cleanup_close_ int fd = -1;
+
+        if (o->state_file == NULL || strcmp(o->state_file, "-") == 0)
+                return gh_oci_state_read(o->state_fd, state, err);
+        fd = open(o->state_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return gh_err(err, errno, "opening the container state %s", o->state_file);
+        return gh_oci_state_read(fd, state, err);
 }
 
 static void phase(const struct gh_cdi_hook_opts *o, const char *name)
@@ -134,6 +384,7 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
         struct gh_oci_spec spec = { 0 };
         struct gh_plan plan = { 0 };
         _cleanup_close_ int droot = -1, rootfd = -1;
+        bool record = false;
         int ret = -1;
 
         if (gh_caps_init_phases((1u << GH_PHASE_DISCOVER) | (1u << GH_PHASE_ENTER) | (1u << GH_PHASE_MOUNT) |
@@ -142,7 +393,7 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
             gh_caps_enter(GH_PHASE_DISCOVER, err) < 0)
                 return -1;
         phase(o, "setup");
-        if (gh_oci_state_read(o->state_fd, &state, err) < 0)
+        if (read_state(o, &state, err) < 0)
                 return -1;
         gh_log_set_trace_id(state.id);
         if (o->log != NULL) {
@@ -166,7 +417,7 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
         droot = gh_driver_root_open(o->root, err);
         if (droot < 0)
                 goto out;
-        if (build_plan(&plan, o, droot, &spec, err) < 0)
+        if (build_plan(&plan, o, rootfd, droot, &spec, &record, err) < 0)
                 goto out;
         phase(o, "plan");
         /* open_tree(OPEN_TREE_CLONE) of the GPUs' proc directories needs the mount phase. */
@@ -178,12 +429,23 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
                 goto out;
         }
         phase(o, "apply");
-        if (plan.nlibs > 0 &&
+        if ((plan.nlibs > 0 || o->ldcache || record) &&
             (gh_caps_enter(GH_PHASE_LDCACHE, err) < 0 || gh_ldcache_update(&plan, rootfd, AT_FDCWD, err) < 0))
                 goto out;
         phase(o, "ldcache");
-        gh_debug("cdi-hook: %zu links, %zu libraries in the ld cache, /proc/driver/nvidia %s (%zu GPUs) in %s",
-                 o->nlinks, plan.nlibs, o->mask_proc ? "masked" : "untouched", plan.nproc_gpus, spec.rootfs);
+        if ((record || o->app_profile || o->nchmod > 0) && gh_caps_enter(GH_PHASE_LDCACHE, err) < 0)
+                goto out;
+        if (record && write_compat_record(rootfd, plan.compat.dir, err) < 0)
+                goto out;
+        if (o->app_profile && write_app_profile(rootfd, &spec, err) < 0)
+                goto out;
+        if (o->nchmod > 0 && apply_chmod(rootfd, o, err) < 0)
+                goto out;
+        if (record || o->app_profile || o->nchmod > 0)
+                phase(o, "files");
+        gh_debug("cdi-hook: %zu links, %zu libraries in the ld cache%s, /proc/driver/nvidia %s (%zu GPUs) in %s",
+                 o->nlinks, plan.nlibs, plan.compat.used ? " (CUDA compat preferred)" : "",
+                 o->mask_proc ? "masked" : "untouched", plan.nproc_gpus, spec.rootfs);
         ret = 0;
 out : {
         gh_error_t e = NULL;
@@ -194,4 +456,30 @@ out : {
         gh_oci_spec_free(&spec);
         gh_oci_state_free(&state);
         return ret;
+}
+
+enum gh_hook_binary gh_cdi_hook_binary(const char *path, const char *const *ours, char *why, size_t size)
+{
+        struct stat st, o;
+
+        if (path == NULL || path[0] != '/') {
+                snprintf(why, size, "the hook path '%s' is not absolute", path ? path : "");
+                return GH_HOOK_BINARY_MISSING;
+        }
+        if (stat(path, &st) < 0) {
+                snprintf(why, size, "%s does not exist (%s): every container of this spec fails to start", path,
+                         strerror(errno));
+                return GH_HOOK_BINARY_MISSING;
+        }
+        if (!S_ISREG(st.st_mode) || access(path, X_OK) < 0) {
+                snprintf(why, size, "%s is not an executable file", path);
+                return GH_HOOK_BINARY_NOT_EXEC;
+        }
+        for (size_t i = 0; ours && ours[i]; i++)
+                if (stat(ours[i], &o) == 0 && o.st_dev == st.st_dev && o.st_ino == st.st_ino) {
+                        snprintf(why, size, "%s is gpu-hook's (%s)", path, ours[i]);
+                        return GH_HOOK_BINARY_OURS;
+                }
+        snprintf(why, size, "%s exists and is not gpu-hook's", path);
+        return GH_HOOK_BINARY_OTHER;
 }

@@ -1,19 +1,24 @@
-/* The createContainer hook that a CDI spec names (`gpu-cli cdi-hook`).
+/* The createContainer hook that a CDI spec names: our own (`gpu-cli cdi-hook`) and NVIDIA's
+ * command line (`nvidia-cdi-hook SUBCOMMAND`, cli/nvhook.c).  Both fill one gh_cdi_hook_opts and
+ * run gh_cdi_hook_run(): one code path, two command lines (docs/cdi.md, docs/nvidia-cdi-hook.md).
  *
  * A CDI spec carries what a runtime can do by itself (device nodes, bind mounts, environment);
  * the rest of an injection happens here, inside the container's mount namespace after the
- * runtime's mounts and before pivot_root: the SONAME and other symlinks, the container's
- * /etc/ld.so.cache, and /proc/driver/nvidia masked the way `configure` masks it.
+ * runtime's mounts and before pivot_root: symlinks, the container's /etc/ld.so.cache (with the
+ * libraries the spec names or that its folders hold, and the CUDA compat libraries when the rule
+ * says so), /proc/driver/nvidia masked the way `configure` masks it, the driver's application
+ * profile, the mode of /dev entries.
  *
- * The hook takes everything from its argv (written by `cdi generate`) and from the OCI state on
- * stdin and the bundle's config.json (written by the runtime); never from its environment.  It
- * refuses to run outside the container's mount namespace (as a createRuntime or prestart hook
- * its mounts would land in the host's). */
+ * The hook takes everything from its argv (written by a spec) and from the OCI state on stdin and
+ * the bundle's config.json (written by the runtime); never from its environment.  It refuses to
+ * run outside the container's mount namespace (as a createRuntime or prestart hook its mounts
+ * would land in the host's). */
 #ifndef GH_CDI_HOOK_H
 #define GH_CDI_HOOK_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "error.h"
 #include "hooklog.h"
@@ -23,16 +28,38 @@ struct gh_cdi_pair {
         const char *a, *b;
 };
 
+/* The record `enable-cuda-compat` leaves in the container (NVIDIA's hook writes the same kind of
+ * drop-in): the compat directory, so that a later `update-ldcache` of the same container (a hook
+ * process of its own) keeps preferring it, and so does an ldconfig run inside the container. */
+#define GH_CDI_COMPAT_RECORD "/etc/ld.so.conf.d/00-compat-gpu-hook.conf"
+/* What `update-application-profile` writes (the driver reads *.conf there). */
+#define GH_CDI_APP_PROFILE_DIR "/etc/nvidia/nvidia-application-profiles-rc.d"
+#define GH_CDI_APP_PROFILE "10-container.conf"
+
 struct gh_cdi_hook_opts {
         const char *root;          /* driver root, "/" by default: where /proc/driver/nvidia is read */
         int state_fd;              /* the OCI state (stdin) */
+        const char *state_file;    /* or a file holding it (--container-spec); NULL: state_fd */
+        const char *config;        /* the hook configuration (cuda-compat key); NULL: the compiled default */
         struct gh_cdi_pair *links; /* a = target, b = link path in the container */
         size_t nlinks;
+        bool replace_files;       /* a link replaces a file at its path (NVIDIA's create-symlinks) */
         struct gh_cdi_pair *libs; /* a = SONAME, b = container path; 64-bit */
         size_t nlibs;
         struct gh_cdi_pair *libs32; /* the same, i386 */
         size_t nlibs32;
-        bool mask_proc;         /* mask /proc/driver/nvidia, showing the GPUs in config.json's linux.devices */
+        const char **folders; /* container directories whose libraries go into the ld cache */
+        size_t nfolders;
+        bool ldcache; /* rewrite the ld cache even with nothing new in it (update-ldcache) */
+        /* CUDA forward compatibility: with compat_driver (the host driver version) or compat_cuda
+         * (the host CUDA version) the image's compat libraries are looked at (docs/cuda-compat.md). */
+        const char *compat_driver, *compat_cuda;
+        const char *compat_dir;   /* NULL: /usr/local/cuda/compat */
+        bool mask_proc;           /* mask /proc/driver/nvidia, showing the GPUs in config.json's linux.devices */
+        bool app_profile;         /* the application profile limiting EGL/Vulkan to the container's GPUs */
+        const char **chmod_paths; /* under /dev, in the container */
+        size_t nchmod;
+        mode_t chmod_mode;
         struct gh_hooklog *log; /* when not NULL: each phase's time, the container's id and pid go here */
 };
 
@@ -41,5 +68,20 @@ struct gh_cdi_hook_opts {
 int gh_cdi_pair_parse(const char *opt, char *arg, bool b_abs, struct gh_cdi_pair *out, gh_error_t *err);
 
 int gh_cdi_hook_run(const struct gh_cdi_hook_opts *opts, gh_error_t *err);
+
+/* The application profile's text for the GPU minors set in mask (bit N: /dev/nvidiaN). */
+int gh_cdi_app_profile_text(unsigned long long mask, char *buf, size_t size);
+
+/* What a spec's hook path is, for doctor and `cdi list` (docs/doctor.md): whether it exists and can
+ * run, and whether it is ours (this gpu-cli, gpu-hook's nvidia-cdi-hook, or a link to one). */
+enum gh_hook_binary {
+        GH_HOOK_BINARY_MISSING, /* no such file: every container of the spec fails to start */
+        GH_HOOK_BINARY_NOT_EXEC,
+        GH_HOOK_BINARY_OURS,
+        GH_HOOK_BINARY_OTHER, /* someone else's, e.g. NVIDIA's nvidia-cdi-hook or nvidia-ctk */
+};
+/* ours: NULL-terminated paths of our own programs (this gpu-cli, the installed nvidia-cdi-hook);
+ * a hook path is ours when it is one of them or the same file.  why: a line for messages. */
+enum gh_hook_binary gh_cdi_hook_binary(const char *path, const char *const *ours, char *why, size_t size);
 
 #endif

@@ -186,6 +186,13 @@ static json_t *hook(const struct cdi_ctx *c)
                 if (arg_add(args, p->libs[i].compat32 ? "library32" : "library", p->libs[i].soname, p->libs[i].path) <
                     0)
                         goto fail;
+        /* CUDA forward compatibility is decided per image, when the hook runs (docs/cuda-compat.md). */
+        for (size_t i = 0; i < p->nlibs; i++)
+                if (!p->libs[i].compat32 && strcmp(p->libs[i].soname, "libcuda.so.1") == 0 && p->driver_version) {
+                        if (arg_add(args, "cuda-compat", p->driver_version, NULL) < 0)
+                                goto fail;
+                        break;
+                }
         if (p->mask_proc && gh_json_append_new(args, json_string("--mask-proc")) < 0)
                 goto fail;
         /* The hook's environment is ours to choose: the runtime's would otherwise leak in. */

@@ -36,6 +36,7 @@ void gh_log_close(void)
         log_fd = -1;
 }
 
+void gh_log_set_level(enum gh_log_level level) { log_level = level; }
 enum gh_log_level gh_log_get_level(void) { return log_level; }
 void gh_log_set_program(const char *name) { program = name; }
 

@@ -11,6 +11,7 @@ enum gh_log_level { GH_LOG_ERROR = 0, GH_LOG_WARN, GH_LOG_INFO, GH_LOG_DEBUG };
 /* Opens FILE for appending debug output (O_APPEND|O_CLOEXEC|O_NOFOLLOW, 0600). json selects the
  * JSON-lines format.  Returns -1 with errno set when the file cannot be opened. */
 int gh_log_open(const char *path, bool json);
+void gh_log_set_level(enum gh_log_level level);
 enum gh_log_level gh_log_get_level(void);
 void gh_log_set_trace_id(const char *trace_id);
 void gh_log_set_program(const char *name);

@@ -92,6 +92,11 @@ CUresult cuDriverGetVersion(int *driverVersion)
 
         if (!driverVersion)
                 return CUDA_ERROR_INVALID_VALUE;
+#ifdef FAKE_COMPAT_CUDA_VERSION
+        /* a CUDA compat libcuda (compat-note.c): the newer CUDA it brings, whatever the driver says */
+        *driverVersion = FAKE_COMPAT_CUDA_VERSION;
+        return CUDA_SUCCESS;
+#endif
         *driverVersion = FAKE_CUDA_VERSION;
         snprintf(path, sizeof(path), "%s/proc/driver/nvidia/gpus", fake_root());
         d = opendir(path);

@@ -3,10 +3,10 @@
 #
 #   bash tests/gpu/prepare.sh          then, through the device tool, with carry [".gpukit"]:
 #   bash tests/gpu/run.sh; bash tests/gpu/run-runtime.sh; bash tests/gpu/bench.sh; bash tests/gpu/run-doctor.sh;
-#   bash tests/gpu/run-metrics.sh
+#   bash tests/gpu/run-metrics.sh; bash tests/gpu/run-nvidia-spec.sh (NVIDIA's sample spec, our nvidia-cdi-hook)
 #
 # The GPU machine (Ubuntu 24.04) has no -dev packages, no runc and no network, so the kit carries:
-#   bin/gpu-cli, bin/gpu-hook   release build of this tree
+#   bin/gpu-cli, bin/gpu-hook   release build of this tree; bin/nvidia-cdi-hook (static)
 #   bin/runc                    Debian's runc 1.1.5
 #   bin/busybox, bin/time       static busybox for the rootfs; GNU time for peak RSS
 #   bin/timed-run               wall and CPU time of one container start (tests/helpers/timed-run.c)
@@ -58,11 +58,14 @@ fi
 # gpu-runtime reads its configuration from the compiled-in default only: the kit's points to a file
 # that run-runtime.sh writes on that machine's /run (a tmpfs; gpu-hook is always given --config).
 meson configure "$BUILD" -Ddefault_config=/run/gpukit/config.json >/dev/null || die "meson configure failed"
-ninja -C "$BUILD" cli/gpu-cli hook/gpu-hook runtime/gpu-runtime tests/helpers/timed-run >/dev/null || die "build failed; run ninja -C $BUILD"
+ninja -C "$BUILD" cli/gpu-cli cli/nvidia-cdi-hook hook/gpu-hook runtime/gpu-runtime tests/helpers/timed-run >/dev/null ||
+        die "build failed; run ninja -C $BUILD"
 
 rm -rf "$KIT"
 mkdir -p "$KIT/bin" "$KIT/lib" "$KIT/tests/gpu" "$KIT/bench"
 cp "$BUILD/cli/gpu-cli" "$BUILD/hook/gpu-hook" "$BUILD/runtime/gpu-runtime" "$BUILD/tests/helpers/timed-run" "$KIT/bin/"
+# static: needs nothing of that machine's (run-nvidia-spec.sh checks)
+cp "$BUILD/cli/nvidia-cdi-hook" "$KIT/bin/"
 cp "$RUNC_SRC" "$KIT/bin/runc"
 cp "$BUSYBOX_SRC" "$KIT/bin/busybox"
 [ -x /usr/bin/time ] && cp /usr/bin/time "$KIT/bin/time"
@@ -105,7 +108,9 @@ cp "$here"/*.sh "$here"/*.cu "$KIT/tests/gpu/"
 cp -r "$here/graphics" "$KIT/tests/gpu/"
 bash "$here/graphics/build.sh" "$KIT/graphics" >/dev/null 2>&1 ||
         echo "prepare: warning: the graphics test programs did not build (apt-get install libvulkan-dev libegl-dev libgles-dev)" >&2
-mkdir -p "$KIT/tests/helpers" && cp "$REPO/tests/helpers/cdi-apply.py" "$KIT/tests/helpers/"
+mkdir -p "$KIT/tests/helpers" "$KIT/tests/data" &&
+        cp "$REPO/tests/helpers/cdi-apply.py" "$REPO/tests/helpers/nvidia-spec.py" "$KIT/tests/helpers/" &&
+        cp "$REPO/tests/data/nvidia-ctk-1.18-h200.json" "$KIT/tests/data/"
 cp "$REPO"/bench/*.sh "$KIT/bench/"
 
 {

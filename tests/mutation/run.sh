@@ -104,7 +104,8 @@ tests_of() { "${MUTATE[@]}" list "$MUTANTS" | awk -F'\t' -v id="$1" '$1 == id { 
 targets_of() {
         local t base
         # the engine tests run their own copies of gpu-hook and gpu-runtime (tests/engine/meson.build)
-        echo cli/gpu-cli hook/gpu-hook runtime/gpu-runtime tests/engine/gpu-hook tests/engine/gpu-runtime
+        # cli/nvidia-cdi-hook: the static program NVIDIA-format specs run (the ops and core code again)
+        echo cli/gpu-cli cli/nvidia-cdi-hook hook/gpu-hook runtime/gpu-runtime tests/engine/gpu-hook tests/engine/gpu-runtime
         for t in $(tests_of "$1"); do
                 t=${t%%:*}
                 t=${t#*/}

@@ -4,6 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cdi-hook.h"
 #include "cdi.h"
 #include "tests/tap.h"
 
@@ -131,8 +135,63 @@ static void test_same(void)
         json_decref(want);
 }
 
+/* What doctor and cdi list say about a spec's hook path (gh_cdi_hook_binary). */
+static void test_hook_binary(void)
+{
+        char dir[] = "/tmp/gh-test-hookbin.XXXXXX", ours[128], link[128], other[128], plain[128], why[512];
+        const char *list[2] = { ours, NULL };
+
+        if (mkdtemp(dir) == NULL) {
+                ok(0, "mkdtemp");
+                return;
+        }
+        snprintf(ours, sizeof(ours), "%s/gpu-cli", dir);
+        snprintf(link, sizeof(link), "%s/nvidia-cdi-hook", dir);
+        snprintf(other, sizeof(other), "%s/nvidia-ctk", dir);
+        snprintf(plain, sizeof(plain), "%s/plain", dir);
+        FILE *f = fopen(ours, "w");
+        fputs("#!/bin/sh\n", f);
+        fclose(f);
+        chmod(ours, 0755);
+        if (symlink(ours, link) < 0)
+                ok(0, "symlink");
+        f = fopen(other, "w");
+        fputs("#!/bin/sh\n", f);
+        fclose(f);
+        chmod(other, 0755);
+        f = fopen(plain, "w");
+        fclose(f);
+        chmod(plain, 0644);
+        is_int(gh_cdi_hook_binary("/usr/local/bin/no-such-hook", list, why, sizeof(why)), GH_HOOK_BINARY_MISSING,
+               "a hook path that does not exist: missing");
+        ok(strstr(why, "every container of this spec fails to start") != NULL, "... saying what that means: %s", why);
+        is_int(gh_cdi_hook_binary("relative/hook", list, why, sizeof(why)), GH_HOOK_BINARY_MISSING, "a relative path");
+        is_int(gh_cdi_hook_binary(plain, list, why, sizeof(why)), GH_HOOK_BINARY_NOT_EXEC, "a file that cannot run");
+        is_int(gh_cdi_hook_binary(dir, list, why, sizeof(why)), GH_HOOK_BINARY_NOT_EXEC, "a directory");
+        is_int(gh_cdi_hook_binary(ours, list, why, sizeof(why)), GH_HOOK_BINARY_OURS, "our program");
+        is_int(gh_cdi_hook_binary(link, list, why, sizeof(why)), GH_HOOK_BINARY_OURS, "a link to our program");
+        is_int(gh_cdi_hook_binary(other, list, why, sizeof(why)), GH_HOOK_BINARY_OTHER, "someone else's program");
+        unlink(ours);
+        unlink(link);
+        unlink(other);
+        unlink(plain);
+        rmdir(dir);
+}
+
+static void test_app_profile(void)
+{
+        char buf[256];
+        gh_cdi_app_profile_text(0x5, buf, sizeof(buf));
+        is_str(buf,
+               "{\"profiles\":[{\"name\":\"_container_\",\"settings\":[\"EGLVisibleDGPUDevices\",0x5]}],"
+               "\"rules\":[{\"pattern\":[],\"profile\":\"_container_\"}]}",
+               "the application profile for /dev/nvidia0 and /dev/nvidia2");
+}
+
 int main(void)
 {
+        test_hook_binary();
+        test_app_profile();
         test_kind();
         test_mps_name();
         test_version();

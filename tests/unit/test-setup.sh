@@ -28,7 +28,9 @@ cat >"$DJ" <<'EOF'
 EOF
 chmod 600 "$DJ"
 cp "$DJ" "$T/dj.orig"
-DK=(docker --config="$DJ" --hook-link="$D/bin/nvidia-container-runtime-hook")
+# Docker 20.10 (Debian 12's): --gpus takes the prestart hook; nothing of CDI is touched
+DK=(docker --config="$DJ" --hook-link="$D/bin/nvidia-container-runtime-hook" --docker-version=20.10.24
+        --cdi-hook-link="$D/bin/nvidia-cdi-hook" --cdi-spec="$D/cdi/nvidia.com-gpu.json")
 mkdir -p "$D/bin"
 
 before=$(snap)
@@ -106,7 +108,7 @@ refused "runtimes.gpu already taken" 'runtimes.gpu already names /usr/bin/nvidia
 printf '{"default-runtime": "nvidia"}' >"$DJ"
 refused "another default-runtime with --default" 'default-runtime.*already "nvidia"' --default
 ln -sf "$T/elsewhere.json" "$DJ.link"
-setup docker --config="$DJ.link" --hook-link=none
+setup docker --config="$DJ.link" --hook-link=none --docker-version=20.10.24
 t_match "$RC:$OUT" '^1:.*symbolic link' "a symlinked daemon.json is refused"
 
 # NVIDIA's own hook: never replaced.
@@ -119,6 +121,59 @@ t_ok "NVIDIA's hook is left as it was" cmp "$T/nv.orig" "$D/bin/nvidia-container
 t_match "$OUT" "not gpu-cli's link" "... and setup says so"
 setup "${DK[@]}" --undo
 t_ok "--undo leaves NVIDIA's hook alone too" cmp "$T/nv.orig" "$D/bin/nvidia-container-runtime-hook"
+
+# ---- docker >= 29.2: --gpus goes through CDI when dockerd finds nvidia-cdi-hook ------------------
+bash "$GH_SOURCE_DIR/tests/fake-driver/make-root.sh" "$T/drv" >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_fatal "make-root.sh"; }
+DJ29=$D/daemon-29.json
+NVH=/opt/gh/libexec/gpu-hook/nvidia-cdi-hook
+SPEC=$D/cdi/nvidia.com-gpu.json
+DK29=(docker --config="$DJ29" --hook-link=none --docker-version=29.2.0 --cdi-hook-link="$D/bin/nvidia-cdi-hook"
+        --cdi-hook="$NVH" --cdi-spec="$SPEC")
+setup29() {
+        OUT=$("$CLI" "--root=$T/drv" setup "${common[@]}" "${DK29[@]}" "$@" 2>&1)
+        RC=$?
+}
+rm -rf "$D/cdi" "$D/bin/nvidia-cdi-hook"
+before=$(snap)
+setup29 --dry-run
+t_is "$RC:$(snap)" "0:$before" "Docker 29.2 --dry-run: exit 0, nothing changed"
+t_match "$OUT" "docker run --gpus now goes through CDI \\(nvidia.com/gpu=all\\)" "Docker 29.2: setup says that --gpus now goes through CDI"
+t_match "$OUT" "^\\+-> $NVH" "--dry-run shows the nvidia-cdi-hook link"
+t_match "$OUT" '^\+ *"kind": "nvidia.com/gpu"' "--dry-run shows the spec"
+setup29
+t_is "$RC" 0 "Docker 29.2: exit 0"
+t_is "$(readlink "$D/bin/nvidia-cdi-hook")" "$NVH" "nvidia-cdi-hook -> our static nvidia-cdi-hook"
+t_is "$(jq_py "$SPEC" 'c["kind"] + " " + " ".join(d["name"] for d in c["devices"] if d["name"] == "all")')" "nvidia.com/gpu all" \
+        "our spec is written, with nvidia.com/gpu=all"
+t_match "$(jq_py "$SPEC" 'c["containerEdits"]["hooks"][0]["args"]')" "'cdi-hook'" "... its hook is our cdi-hook"
+setup29
+t_match "$RC $OUT" "^docker: nothing to change" "a second run changes nothing"
+jq_py "$SPEC" 'json.dumps(dict(c, devices=c["devices"][1:]))' >"$SPEC.tmp" && mv "$SPEC.tmp" "$SPEC"
+setup29
+t_match "$OUT" "updated $SPEC" "a stale spec is refreshed"
+t_is "$(jq_py "$SPEC" 'c["devices"][0]["name"]')" 0 "... with every device again"
+echo '{"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "devices": []}' >"$D/cdi/nvidia.yaml"
+rm -f "$SPEC"
+setup29
+t_match "$OUT" "$D/cdi/nvidia.yaml also defines nvidia.com/gpu devices: not writing" "another spec of the kind: ours is not written beside it"
+t_not "... and it is not" test -e "$SPEC"
+rm -f "$D/cdi/nvidia.yaml"
+setup29 --undo
+t_is "$RC" 0 "Docker 29.2 --undo: exit 0"
+t_not "--undo removes our nvidia-cdi-hook link" test -L "$D/bin/nvidia-cdi-hook"
+printf '#!/bin/sh\necho nvidia\n' >"$D/bin/nvidia-cdi-hook"
+cp "$D/bin/nvidia-cdi-hook" "$T/nvcdi.orig"
+setup29
+t_ok "NVIDIA's nvidia-cdi-hook is never replaced" cmp "$T/nvcdi.orig" "$D/bin/nvidia-cdi-hook"
+t_match "$OUT" "$D/bin/nvidia-cdi-hook exists and is not gpu-cli's link" "... and setup says so"
+setup29 --undo
+t_ok "--undo leaves NVIDIA's nvidia-cdi-hook alone" cmp "$T/nvcdi.orig" "$D/bin/nvidia-cdi-hook"
+t_match "$OUT" "$SPEC left in place" "--undo leaves the spec (other engines may use it), saying so"
+rm -f "$D/bin/nvidia-cdi-hook"
+OUT=$("$CLI" "--root=$T/drv" setup "${common[@]}" docker --config="$DJ29" --hook-link=none --docker-version=29.1.3 \
+        --cdi-hook-link="$D/bin/nvidia-cdi-hook" --cdi-spec="$D/cdi/x.json" 2>&1)
+t_nomatch "$OUT" "CDI" "Docker 29.1: --gpus keeps the hook path, nothing about CDI"
+t_not "... and no nvidia-cdi-hook, no spec" test -e "$D/bin/nvidia-cdi-hook" -o -e "$D/cdi/x.json"
 
 # ---- containerd, crio, podman ----------------------------------------------------------------
 # containerd: config.toml edited in place (cli/setup-containerd.c); Debian 13's own config.toml first
