@@ -85,8 +85,10 @@ int gh_record_dir_open(const char *dir, bool create, gh_error_t *err)
                 char parent[4096];
                 const char *slash = strrchr(dir, '/');
                 snprintf(parent, sizeof(parent), "%.*s", slash == dir ? 1 : (int) (slash - dir), dir);
-                if (mkdir(parent, 0755) < 0 && errno != EEXIST)
-                        return gh_err(err, errno, "container records: creating %s", parent);
+                /* the configuration's path (trusted, like every default under /run); the last
+                 * directory is root's alone */
+                if (gh_mkdir_p_trusted(AT_FDCWD, parent, 0755, err) < 0)
+                        return -1;
                 if (mkdir(dir, 0700) < 0 && errno != EEXIST)
                         return gh_err(err, errno, "container records: creating %s", dir);
                 fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
