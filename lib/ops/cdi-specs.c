@@ -309,6 +309,37 @@ static void for_each_edits(json_t *doc, edit_fn fn, void *ctx)
                         return;
 }
 
+struct hooks_ctx {
+        const char **paths;
+        size_t n, max;
+};
+
+static bool hook_paths(json_t *edits, void *vctx)
+{
+        struct hooks_ctx *c = vctx;
+        json_t *h;
+        size_t i;
+
+        json_array_foreach (json_object_get(edits, "hooks"), i, h) {
+                const char *path = json_string_value(json_object_get(h, "path"));
+                bool seen = false;
+                for (size_t k = 0; path && k < c->n && !seen; k++)
+                        seen = strcmp(c->paths[k], path) == 0;
+                if (path != NULL && !seen && c->n < c->max)
+                        c->paths[c->n++] = path;
+        }
+        return c->n < c->max;
+}
+
+size_t gh_cdi_spec_hook_paths(json_t *doc, const char **paths, size_t max)
+{
+        struct hooks_ctx c = { paths, 0, max };
+
+        if (max > 0)
+                for_each_edits(doc, hook_paths, &c);
+        return c.n;
+}
+
 struct writer_ctx {
         bool ours, nvidia;
 };

@@ -89,6 +89,10 @@ void gh_cdi_set_conflicts(const struct gh_cdi_set *set, gh_cdi_conflict_fn fn, v
 
 void gh_cdi_set_free(struct gh_cdi_set *set);
 
+/* The distinct hook programs ("path") the spec's hooks run, top-level and per device, at most max;
+ * the strings point into doc.  Returns how many. */
+size_t gh_cdi_spec_hook_paths(json_t *doc, const char **paths, size_t max);
+
 /* Why doc no longer matches the host: a driver version in its paths or hook arguments other than
  * driver_version (NULL: not checked), a device node whose major:minor differs from the host's, a
  * host path that does not exist.  NULL when it matches.  The caller frees. */

@@ -26,12 +26,14 @@ doctor_cdi() { cli doctor --hooks-dir="$T/none" --cgroup-manager=cgroupfs "$@" >
 # ---------------------------------------------------------------------------------------------
 # every writer's shape, current: listed with its writer
 
-mkdir -p "$T/etc" "$T/run" "$T/none"
-fs --writer=nvidia-ctk --output="$T/etc/nvidia.yaml"
-fs --writer=device-plugin --output="$T/run/k8s.device-plugin.nvidia.com-gpu.json"
-fs --writer=dra-base --output="$T/run/k8s.gpu.nvidia.com-device_base.yaml"
+mkdir -p "$T/etc" "$T/run" "$T/none" "$T/bin"
+# the hook programs the specs name, present (doctor warns about a spec whose hook program is missing)
+for p in nvidia-cdi-hook nvidia-ctk; do printf '#!/bin/sh\nexit 0\n' >"$T/bin/$p" && chmod 0755 "$T/bin/$p"; done
+fs --writer=nvidia-ctk --hook="$T/bin/nvidia-cdi-hook" --output="$T/etc/nvidia.yaml"
+fs --writer=device-plugin --hook="$T/bin/nvidia-ctk" --output="$T/run/k8s.device-plugin.nvidia.com-gpu.json"
+fs --writer=dra-base --hook="$T/bin/nvidia-cdi-hook" --output="$T/run/k8s.gpu.nvidia.com-device_base.yaml"
 mkdir -p "$T/mps/shm" "$T/mps/pipe"
-fs --writer=dra-claim --mps-dir="$T/mps" --output="$T/run/k8s.gpu.nvidia.com-claim_2f1c2a9e-7c1b-4d7e-9a51-3b0c8d1e6f42.yaml"
+fs --writer=dra-claim --hook="$T/bin/nvidia-cdi-hook" --mps-dir="$T/mps" --output="$T/run/k8s.gpu.nvidia.com-claim_2f1c2a9e-7c1b-4d7e-9a51-3b0c8d1e6f42.yaml"
 cli cdi generate --vendor=example.com --output="$T/run/example.com-gpu.json"
 t_ok "a YAML spec of nvidia-ctk is read" list "$T/etc" "$T/run"
 t_is "$(row nvidia.com/gpu=0)" "nvidia-ctk ok $T/etc/nvidia.yaml" "nvidia-ctk's YAML spec: device 0, writer nvidia-ctk, ok"

@@ -114,6 +114,22 @@ doctor "$DRV" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi-stale-json" --cgroup-mana
 t_match "$OUT" "fix: +gpu-cli cdi generate --output=$T/cdi-stale-json/nvidia.com-gpu.json" \
         "stale spec of ours: the fix writes it again in place"
 
+# a current spec whose hook program is there (ours), then the same spec naming one that is not
+mkdir -p "$T/cdi-hookbin"
+"$GPU_CLI" --root="$DRV" cdi generate --output="$T/cdi-hookbin/nvidia.com-gpu.json" >/dev/null 2>&1
+doctor "$DRV" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi-hookbin" --cgroup-manager=cgroupfs
+t_match "$OUT" '^ok +cdi +1 CDI spec\(s\), current' "a spec whose hook is ours: ok"
+sed -i "s|\"path\": \"$GPU_CLI\"|\"path\": \"$T/no-such/nvidia-cdi-hook\"|" "$T/cdi-hookbin/nvidia.com-gpu.json"
+doctor "$DRV" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi-hookbin" --cgroup-manager=cgroupfs
+t_match "$OUT" "^warn +cdi +$T/cdi-hookbin/nvidia.com-gpu.json: $T/no-such/nvidia-cdi-hook does not exist" \
+        "a spec whose hook program is missing: named"
+t_match "$OUT" "cause: The spec's createContainer hook cannot run" "... with the cause"
+t_match "$OUT" "fix: +install the program it names" "... and the fix"
+chmod 0644 "$T/plain" 2>/dev/null || : >"$T/plain"
+sed -i "s|\"path\": \"$T/no-such/nvidia-cdi-hook\"|\"path\": \"$T/plain\"|" "$T/cdi-hookbin/nvidia.com-gpu.json"
+doctor "$DRV" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi-hookbin" --cgroup-manager=cgroupfs
+t_match "$OUT" "^warn +cdi +.*: $T/plain is not an executable file" "a spec whose hook program cannot run: named"
+
 R=$(copy_root nochar) && rm -r "$R/dev/char"
 doctor "$R" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi" --cgroup-manager=systemd
 t_match "$OUT" "^warn +dev-char-links +8 of 8 missing: .*$R/dev/char/195:0" "systemd without /dev/char links: the daemon-reload hazard"
