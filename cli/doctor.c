@@ -234,6 +234,7 @@ int cmd_doctor(int argc, char **argv, const struct cli_globals *g)
                 return GH_EXIT_USAGE;
         }
         o.config = &cfg;
+        o.state_roots = state;
         o.hooks_dirs = nhooks ? hooks : NULL;
         o.cdi_dirs = ncdi ? cdi : NULL;
         if (id != NULL) {

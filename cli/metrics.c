@@ -11,14 +11,20 @@
 #include <inttypes.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "exposition.h"
+#include "hookconfig.h"
+#include "hpcjobs.h"
 #include "snapshot.h"
 
 #define MHD_SONAME "libmicrohttpd.so.12"
@@ -27,182 +33,66 @@
 static void usage(FILE *out)
 {
         fprintf(out,
-                "Usage: gpu-cli [GLOBAL OPTIONS] metrics [--listen[=ADDRESS:PORT]] [--state-dir=DIR]... [--timeout=SECONDS]\n"
+                "Usage: gpu-cli [GLOBAL OPTIONS] metrics [--listen[=ADDRESS:PORT]] [--names=both|dcgm|gpuhook]\n"
+                "                                        [--hostname=NAME] [--hpc-job-dir=DIR] [--interval=SECONDS]\n"
+                "                                        [--state-dir=DIR]... [--timeout=SECONDS] [--config=FILE]\n"
+                "                                        [--mps-dir=DIR]\n"
                 "\n"
-                "Prints GPU usage in the Prometheus text format: per GPU utilisation, memory used and total,\n"
-                "temperature and power (where the driver reports them); per GPU and container the memory\n"
-                "its processes use, their SM utilisation and their number, labelled with the container id and\n"
-                "runtime (runtime \"host\" and an empty id for processes outside containers).\n"
+                "Prints GPU usage in the Prometheus text format: per GPU utilisation, memory, temperature,\n"
+                "power and clocks (where the driver reports them); per GPU and container the memory its\n"
+                "processes use, their SM utilisation and their number, labelled with the container and, when\n"
+                "a CRI runtime named it, its pod; per GPU the memory no running container owns.\n"
                 "\n"
                 "  --listen[=ADDRESS:PORT]  serve the same text on http://ADDRESS:PORT/metrics, read afresh for\n"
                 "                           every request (default " DEFAULT_LISTEN "; loopback unless you say\n"
-                "                           otherwise; IPv6 as [::1]:9400).  Needs " MHD_SONAME ".\n" CLI_USAGE_HELP
+                "                           otherwise; IPv6 as [::1]:9400).  Needs " MHD_SONAME ".\n"
+                "  --names=both|dcgm|gpuhook  which series: gpuhook_* (gpu-hook's own), dcgm-exporter's\n"
+                "                           DCGM_FI_DEV_* names and labels with gpuhook_container_* and\n"
+                "                           gpuhook_fb_unowned beside them, or both (default: the\n"
+                "                           configuration's metrics.names, \"both\")\n"
+                "  --hostname=NAME          the Hostname label of the DCGM series (default: this host's name)\n"
+                "  --hpc-job-dir=DIR        also write dcgm-exporter's HPC job mapping files into DIR (its\n"
+                "                           DCGM_HPC_JOB_MAPPING_DIR): one per GPU index, one line per\n"
+                "                           container using it (NAMESPACE/POD, or the container id); default:\n"
+                "                           the configuration's metrics.hpc-job-mapping-dir\n"
+                "  --interval=SECONDS       with --hpc-job-dir: rewrite the files every SECONDS (with --listen\n"
+                "                           also at every scrape; without --listen nothing is printed and\n"
+                "                           gpu-cli runs until SIGTERM); default 15 with --listen, else once\n" CLI_USAGE_HELP
                 "\n"
                 "Exit status: 0 success, 1 failure (NVML failed), 2 usage error, 3 no driver.\n");
 }
 
-/* A label value: backslash, double quote and newline escaped. */
-static void label(FILE *f, const char *name, const char *value, bool last)
-{
-        fprintf(f, "%s=\"", name);
-        for (const char *p = value; *p; p++) {
-                if (*p == '\\' || *p == '"')
-                        fprintf(f, "\\%c", *p);
-                else if (*p == '\n')
-                        fputs("\\n", f);
-                else
-                        fputc(*p, f);
-        }
-        fprintf(f, "\"%s", last ? "" : ",");
-}
-
-static void gpu_labels(FILE *f, const struct gh_gpu *g)
-{
-        fprintf(f, "{gpu=\"%u\",", g->index);
-        label(f, "uuid", g->uuid, false);
-        label(f, "model", g->model, true);
-        fputc('}', f);
-}
-
-static void header(FILE *f, const char *name, const char *help)
-{
-        fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
-}
-
-/* One container's processes on one GPU, summed. */
-struct container_sum {
-        const struct gh_gpu *gpu;
-        const char *runtime, *id;
-        uint64_t memory;
-        bool memory_known;
-        int util; /* -1: no process had a sample */
-        unsigned procs;
+struct metrics_opts {
+        struct cli_exposition expo;
+        const char *hpc_dir; /* NULL: no job files */
+        int interval;        /* seconds; 0: once */
 };
 
-static size_t sum_containers(const struct gh_gpu_list *list, struct container_sum *out, size_t max)
+/* One snapshot: the exposition into f (NULL: none), the job files when asked.  Serialised: the
+ * server's thread and the main thread's timer both come here. */
+static int gather(const struct cli_globals *g, struct cli_usage_opts *uo, const struct metrics_opts *mo, FILE *f)
 {
-        size_t n = 0;
+        static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+        _cleanup_gpu_list_ struct gh_gpu_list list = { 0 };
+        _cleanup_error_ gh_error_t err = NULL;
+        int r;
 
-        for (size_t g = 0; g < list->n; g++) {
-                const struct gh_gpu_usage *u = list->gpus[g].usage;
-                for (size_t i = 0; i < u->nprocs; i++) {
-                        const struct gh_gpu_proc *p = &u->procs[i];
-                        const char *rt = p->owner.in_container ? p->owner.runtime : "host";
-                        const char *id = p->owner.in_container ? p->owner.id : "";
-                        struct container_sum *s = NULL;
-                        for (size_t k = 0; k < n && s == NULL; k++)
-                                if (out[k].gpu == &list->gpus[g] && strcmp(out[k].runtime, rt) == 0 &&
-                                    strcmp(out[k].id, id) == 0)
-                                        s = &out[k];
-                        if (s == NULL) {
-                                if (n == max)
-                                        continue;
-                                s = &out[n++];
-                                *s = (struct container_sum) {
-                                        .gpu = &list->gpus[g], .runtime = rt, .id = id, .util = -1
-                                };
-                        }
-                        s->procs++;
-                        if (p->used_memory != GH_UNKNOWN_U64) {
-                                s->memory += p->used_memory;
-                                s->memory_known = true;
-                        }
-                        if (p->sm_util >= 0)
-                                s->util = s->util < 0                  ? p->sm_util
-                                          : s->util + p->sm_util > 100 ? 100
-                                                                       : s->util + p->sm_util;
-                }
-        }
-        return n;
-}
-
-/* The whole exposition into f.  Series the driver does not report are left out. */
-static void write_metrics(const struct gh_gpu_list *list, FILE *f)
-{
-        static const struct {
-                const char *name, *help;
-        } gpu_metrics[] = {
-                { "gpuhook_gpu_utilization_percent",
-                  "Percent of time a kernel ran on the GPU over the last sample period." },
-                { "gpuhook_gpu_memory_used_bytes", "GPU memory in use." },
-                { "gpuhook_gpu_memory_total_bytes", "GPU memory installed." },
-                { "gpuhook_gpu_temperature_celsius", "GPU core temperature." },
-                { "gpuhook_gpu_power_watts", "GPU power draw." },
-        };
-        size_t max = 0;
-
-        for (size_t m = 0; m < GH_ARRAY_SIZE(gpu_metrics); m++) {
-                header(f, gpu_metrics[m].name, gpu_metrics[m].help);
-                for (size_t g = 0; g < list->n; g++) {
-                        const struct gh_gpu_usage *u = list->gpus[g].usage;
-                        char value[32] = "";
-                        switch (m) {
-                        case 0:
-                                if (u->gpu_util >= 0)
-                                        snprintf(value, sizeof(value), "%d", u->gpu_util);
-                                break;
-                        case 1:
-                                if (u->mem_used != GH_UNKNOWN_U64)
-                                        snprintf(value, sizeof(value), "%" PRIu64, u->mem_used);
-                                break;
-                        case 2:
-                                if (u->mem_total != GH_UNKNOWN_U64)
-                                        snprintf(value, sizeof(value), "%" PRIu64, u->mem_total);
-                                break;
-                        case 3:
-                                if (u->temperature_c >= 0)
-                                        snprintf(value, sizeof(value), "%d", u->temperature_c);
-                                break;
-                        case 4:
-                                if (u->power_mw >= 0)
-                                        snprintf(value, sizeof(value), "%d.%03d", u->power_mw / 1000,
-                                                 u->power_mw % 1000);
-                                break;
-                        default: break;
-                        }
-                        if (value[0] == '\0')
-                                continue;
-                        fputs(gpu_metrics[m].name, f);
-                        gpu_labels(f, &list->gpus[g]);
-                        fprintf(f, " %s\n", value);
-                }
-        }
-        for (size_t g = 0; g < list->n; g++)
-                max += list->gpus[g].usage->nprocs;
-        _cleanup_free_ struct container_sum *sums = calloc(max + 1, sizeof(*sums));
-        size_t n = sums ? sum_containers(list, sums, max) : 0;
-        static const struct {
-                const char *name, *help;
-        } per_container[] = {
-                { "gpuhook_container_gpu_memory_used_bytes",
-                  "GPU memory used by the processes of a container (runtime \"host\": outside containers)." },
-                { "gpuhook_container_gpu_utilization_percent",
-                  "Summed SM utilisation of a container's processes on the GPU, at most 100." },
-                { "gpuhook_container_gpu_processes", "Processes of a container using the GPU." },
-        };
-        for (size_t m = 0; m < GH_ARRAY_SIZE(per_container); m++) {
-                header(f, per_container[m].name, per_container[m].help);
-                for (size_t k = 0; k < n; k++) {
-                        const struct container_sum *s = &sums[k];
-                        if ((m == 0 && !s->memory_known) || (m == 1 && s->util < 0))
-                                continue;
-                        fprintf(f, "%s{gpu=\"%u\",", per_container[m].name, s->gpu->index);
-                        label(f, "uuid", s->gpu->uuid, false);
-                        label(f, "runtime", s->runtime, false);
-                        label(f, "container_id", s->id, true);
-                        if (m == 0)
-                                fprintf(f, "} %" PRIu64 "\n", s->memory);
-                        else
-                                fprintf(f, "} %d\n", m == 1 ? s->util : (int) s->procs);
-                }
-        }
+        pthread_mutex_lock(&lock);
+        r = cli_usage_load(g, uo, "metrics", &list);
+        if (r == GH_EXIT_OK && mo->hpc_dir != NULL && gh_hpc_jobs_write(mo->hpc_dir, &list, &err) < 0)
+                fprintf(stderr, "gpu-cli: metrics: %s\n", err->msg); /* the metrics are still right */
+        if (r == GH_EXIT_OK && f != NULL)
+                cli_write_metrics(&list, &mo->expo, f);
+        pthread_mutex_unlock(&lock);
+        return r;
 }
 
 /* ---- the server ---- */
 
 struct server {
         const struct cli_globals *g;
-        const struct cli_usage_opts *uo;
+        struct cli_usage_opts *uo;
+        const struct metrics_opts *mo;
         struct {
                 __typeof__(MHD_start_daemon) *start_daemon;
                 __typeof__(MHD_stop_daemon) *stop_daemon;
@@ -242,15 +132,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
                 char msg[] = "gpu-cli metrics: see /metrics\n";
                 return reply(s, conn, MHD_HTTP_NOT_FOUND, "text/plain", msg, strlen(msg));
         }
-        _cleanup_gpu_list_ struct gh_gpu_list list = { 0 };
-        if (cli_usage_load(s->g, s->uo, "metrics", &list) != GH_EXIT_OK) {
-                char msg[] = "reading the GPUs failed; gpu-cli's standard error says why\n";
-                return reply(s, conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", msg, strlen(msg));
-        }
         FILE *f = open_memstream(&body, &len);
         if (f == NULL)
                 return MHD_NO;
-        write_metrics(&list, f);
+        if (gather(s->g, s->uo, s->mo, f) != GH_EXIT_OK) {
+                char msg[] = "reading the GPUs failed; gpu-cli's standard error says why\n";
+                fclose(f);
+                free(body);
+                return reply(s, conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", msg, strlen(msg));
+        }
         fclose(f);
         enum MHD_Result r = reply(s, conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
         free(body);
@@ -296,9 +186,10 @@ static int parse_listen(const char *spec, struct sockaddr_storage *ss)
         return -1;
 }
 
-static int serve(const struct cli_globals *g, const struct cli_usage_opts *uo, const char *spec)
+static int serve(const struct cli_globals *g, struct cli_usage_opts *uo, const struct metrics_opts *mo,
+                 const char *spec)
 {
-        struct server s = { .g = g, .uo = uo };
+        struct server s = { .g = g, .uo = uo, .mo = mo };
         struct sockaddr_storage ss;
         struct MHD_Daemon *d;
         sigset_t set;
@@ -349,9 +240,32 @@ static int serve(const struct cli_globals *g, const struct cli_usage_opts *uo, c
                 return GH_EXIT_FAILURE;
         }
         fprintf(stderr, "gpu-cli: metrics: serving http://%s/metrics\n", spec);
-        while (sigwait(&set, &sig) != 0)
-                ;
+        for (;;) {
+                struct timespec ts = { .tv_sec = mo->interval };
+                if (mo->hpc_dir == NULL ? sigwait(&set, &sig) == 0 : sigtimedwait(&set, NULL, &ts) > 0)
+                        break;
+                if (mo->hpc_dir != NULL && errno == EAGAIN)
+                        gather(g, uo, mo, NULL);
+        }
         s.mhd.stop_daemon(d);
+        return GH_EXIT_OK;
+}
+
+/* Without --listen, with --hpc-job-dir and --interval: the job files, every interval, until a signal. */
+static int keep_writing(const struct cli_globals *g, struct cli_usage_opts *uo, const struct metrics_opts *mo)
+{
+        struct timespec ts = { .tv_sec = mo->interval };
+        sigset_t set;
+        int r;
+
+        sigemptyset(&set);
+        sigaddset(&set, SIGINT);
+        sigaddset(&set, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+        do {
+                if ((r = gather(g, uo, mo, NULL)) != GH_EXIT_OK)
+                        return r;
+        } while (sigtimedwait(&set, NULL, &ts) < 0 && (errno == EAGAIN || errno == EINTR));
         return GH_EXIT_OK;
 }
 
@@ -359,20 +273,52 @@ int cmd_metrics(int argc, char **argv, const struct cli_globals *g)
 {
         static const struct option opts[] = {
                 { "listen", optional_argument, NULL, 'l' },
+                { "names", required_argument, NULL, 'N' },
+                { "hostname", required_argument, NULL, 'H' },
+                { "hpc-job-dir", required_argument, NULL, 'J' },
+                { "interval", required_argument, NULL, 'i' },
                 { "help", no_argument, NULL, 'h' },
                 CLI_USAGE_OPTIONS,
                 { NULL, 0, NULL, 0 },
         };
-        _cleanup_gpu_list_ struct gh_gpu_list list = { 0 };
-        struct cli_usage_opts uo = { 0 };
-        const char *listen_on = NULL;
+        _cleanup_usage_opts_ struct cli_usage_opts uo = { 0 };
+        struct metrics_opts mo = { .expo.names = -1 };
+        const char *listen_on = NULL, *hpc_dir = NULL;
+        struct utsname un;
+        long interval = -1;
+        char *end;
         int c, r;
 
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'l': listen_on = optarg ? optarg : DEFAULT_LISTEN; break;
+                case 'N':
+                        if ((mo.expo.names = gh_metrics_names_parse(optarg)) < 0) {
+                                fprintf(stderr, "gpu-cli: metrics: --names '%s' must be both, dcgm or gpuhook\n",
+                                        optarg);
+                                return GH_EXIT_USAGE;
+                        }
+                        break;
+                case 'H': mo.expo.hostname = optarg; break;
+                case 'J':
+                        if (optarg[0] != '/') {
+                                fprintf(stderr, "gpu-cli: metrics: --hpc-job-dir '%s' must be an absolute path\n",
+                                        optarg);
+                                return GH_EXIT_USAGE;
+                        }
+                        hpc_dir = optarg;
+                        break;
+                case 'i':
+                        interval = strtol(optarg, &end, 10);
+                        if (*optarg == '\0' || *end != '\0' || interval < 1 || interval > 86400) {
+                                fprintf(stderr, "gpu-cli: metrics: --interval '%s' must be 1..86400 seconds\n", optarg);
+                                return GH_EXIT_USAGE;
+                        }
+                        break;
                 case 'S':
                 case 'T':
+                case 'f':
+                case 'M':
                         if ((r = cli_usage_option(c, optarg, &uo, "metrics")) != 0)
                                 return r;
                         break;
@@ -385,11 +331,25 @@ int cmd_metrics(int argc, char **argv, const struct cli_globals *g)
                         argv[optind]);
                 return GH_EXIT_USAGE;
         }
-        if (listen_on != NULL)
-                return serve(g, &uo, listen_on);
-        if ((r = cli_usage_load(g, &uo, "metrics", &list)) != GH_EXIT_OK)
+        /* the configuration before any thread: the server only reads it */
+        if ((r = cli_usage_config(&uo, "metrics")) != GH_EXIT_OK)
                 return r;
-        write_metrics(&list, stdout);
+        if (mo.expo.names < 0)
+                mo.expo.names = uo.cfg.metrics.names;
+        mo.hpc_dir = hpc_dir ? hpc_dir : uo.cfg.metrics.hpc_job_dir;
+        if (interval > 0 && mo.hpc_dir == NULL) {
+                fprintf(stderr, "gpu-cli: metrics: --interval is for --hpc-job-dir (or metrics.hpc-job-mapping-dir)\n");
+                return GH_EXIT_USAGE;
+        }
+        mo.interval = interval > 0 ? (int) interval : listen_on ? 15 : 0;
+        if (mo.expo.hostname == NULL)
+                mo.expo.hostname = uname(&un) == 0 ? un.nodename : "";
+        if (listen_on != NULL)
+                return serve(g, &uo, &mo, listen_on);
+        if (mo.interval > 0)
+                return keep_writing(g, &uo, &mo);
+        if ((r = gather(g, &uo, &mo, stdout)) != GH_EXIT_OK)
+                return r;
         if (fflush(stdout) != 0) {
                 fprintf(stderr, "gpu-cli: metrics: writing the output: %m\n");
                 return GH_EXIT_FAILURE;

@@ -9,8 +9,8 @@
  *               spec of the kind is there; --undo leaves it: other engines may use it).
  *   containerd  config.toml, in place (setup-containerd.c says why not a drop-in): CDI on, and a
  *               "gpu" runtime handler whose BinaryName is gpu-runtime.
- *   crio        a drop-in for a "gpu" runtime, and the hooks.d file.
- *   podman      the hooks.d file (createRuntime).
+ *   crio        a drop-in for a "gpu" runtime, and the hooks.d files.
+ *   podman      the hooks.d files (createRuntime; poststop removes the container's record).
  *
  * Each change is computed first; --dry-run prints it as a diff, otherwise only files whose content
  * changes are written, so a second run changes nothing.  --undo takes out exactly what setup put in. */
@@ -84,8 +84,8 @@ static void usage(FILE *out)
                 "              Docker >= 29.2: also nvidia-cdi-hook and our CDI spec, --gpus then goes through CDI\n"
                 "  containerd  config.toml: CDI on (enable_cdi, cdi_spec_dirs) and a \"gpu\" runtime handler\n"
                 "              (BinaryName = gpu-runtime); containerd 1.6/1.7 (version 2) and 2.x (version 3)\n"
-                "  crio        drop-in with a \"gpu\" runtime, and the hooks.d file\n"
-                "  podman      the hooks.d file\n"
+                "  crio        drop-in with a \"gpu\" runtime, and the hooks.d files\n"
+                "  podman      the hooks.d files (createRuntime; poststop removes container records)\n"
                 "\n"
                 "Options:\n"
                 "  --config=FILE        the file to edit (docker: /etc/docker/daemon.json, containerd:\n"
@@ -482,12 +482,13 @@ static char *crio_text(const struct setup_opts *o)
         return s;
 }
 
-static char *hooksd_text(const struct setup_opts *o)
+/* stage: createRuntime (the injection) or poststop (the container's record goes with it) */
+static char *hooksd_text(const struct setup_opts *o, const char *stage)
 {
         _cleanup_json_ json_t *j =
                 json_pack("{s:s, s:{s:s, s:[s,s], s:[s]}, s:{s:b}, s:[s]}", "version", "1.0.0", "hook", "path",
-                          o->hook_path, "args", "gpu-hook", "createRuntime", "env",
-                          "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "when", "always", 1, "stages", "createRuntime");
+                          o->hook_path, "args", "gpu-hook", stage, "env", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "when",
+                          "always", 1, "stages", stage);
         char *dump = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL, *s = NULL;
 
         if (dump != NULL && asprintf(&s, "%s\n", dump) < 0)
@@ -558,11 +559,16 @@ static int legacy_dropin(struct plan *p, gh_error_t *err)
         return 0;
 }
 
+/* The createRuntime file, and the poststop file that removes the container's record (the same
+ * names as contrib/hooks.d's, so that these mask the packaged ones). */
 static int hooksd_file(const struct setup_opts *o, struct plan *p, gh_error_t *err)
 {
         char path[PATH_MAX];
         snprintf(path, sizeof(path), "%s/oci-gpu-hook.json", o->hooks_dir);
-        return own_file(o, p, path, hooksd_text(o), NULL, err);
+        if (own_file(o, p, path, hooksd_text(o, "createRuntime"), NULL, err) < 0)
+                return -1;
+        snprintf(path, sizeof(path), "%s/oci-gpu-hook-poststop.json", o->hooks_dir);
+        return own_file(o, p, path, hooksd_text(o, "poststop"), NULL, err);
 }
 
 static int build_plan(const struct setup_opts *o, struct plan *p, gh_error_t *err)

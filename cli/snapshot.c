@@ -4,16 +4,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cleanup.h"
-#include "discover.h"
 #include "container.h"
+#include "discover.h"
+#include "mps.h"
 #include "rootfs.h"
 #include "service.h"
 #include "snapshot.h"
 
 int cli_usage_option(int c, const char *arg, struct cli_usage_opts *o, const char *cmd)
 {
+        if (c == 'f') {
+                o->config = arg;
+                return 0;
+        }
+        if (c == 'M') {
+                if (arg[0] != '/') {
+                        fprintf(stderr, "gpu-cli: %s: --mps-dir '%s' must be an absolute path\n", cmd, arg);
+                        return GH_EXIT_USAGE;
+                }
+                o->mps_dir = arg;
+                return 0;
+        }
         if (c == 'S') {
                 if (arg[0] != '/') {
                         fprintf(stderr, "gpu-cli: %s: --state-dir '%s' must be an absolute path\n", cmd, arg);
@@ -37,14 +51,51 @@ int cli_usage_option(int c, const char *arg, struct cli_usage_opts *o, const cha
         return 0;
 }
 
-int cli_usage_load(const struct cli_globals *g, const struct cli_usage_opts *o, const char *cmd,
-                   struct gh_gpu_list *list)
+int cli_usage_config(struct cli_usage_opts *o, const char *cmd)
 {
+        _cleanup_error_ gh_error_t err = NULL;
+
+        if (o->have_cfg)
+                return GH_EXIT_OK;
+        if (gh_config_load(&o->cfg, o->config ? o->config : GPUHOOK_DEFAULT_CONFIG, &err) < 0) {
+                fprintf(stderr, "gpu-cli: %s: %s; fix it or pass --config\n", cmd, err->msg);
+                return GH_EXIT_USAGE;
+        }
+        o->have_cfg = true;
+        return GH_EXIT_OK;
+}
+
+void cli_attribution(const struct cli_usage_opts *o, struct gh_attribution *a)
+{
+        *a = (struct gh_attribution) {
+                .state_roots = o->state_dirs,
+                .records_dir = o->have_cfg ? o->cfg.containers.dir : NULL,
+                .mps_dir = o->mps_dir    ? o->mps_dir
+                           : o->have_cfg ? o->cfg.mps.dir
+                                         : GH_MPS_DEFAULT_DIR,
+                /* only root may remove records; anyone else only reads what it may */
+                .collect = geteuid() == 0,
+        };
+}
+
+void cli_usage_opts_free(struct cli_usage_opts *o)
+{
+        if (o->have_cfg)
+                gh_config_free(&o->cfg);
+        o->have_cfg = false;
+}
+
+int cli_usage_load(const struct cli_globals *g, struct cli_usage_opts *o, const char *cmd, struct gh_gpu_list *list)
+{
+        struct gh_attribution a;
+        int r;
         struct gh_gpus_opts gopts = GH_GPUS_OPTS_DEFAULT;
         _cleanup_error_ gh_error_t err = NULL;
         _cleanup_close_ int rootfd = -1;
         char version[GH_VERSION_MAX];
 
+        if ((r = cli_usage_config(o, cmd)) != GH_EXIT_OK)
+                return r;
         gopts.with_usage = true;
         gopts.timeout_ms = o->timeout_ms;
         gopts.uid = g->uid;
@@ -62,7 +113,8 @@ int cli_usage_load(const struct cli_globals *g, const struct cli_usage_opts *o, 
                 fprintf(stderr, "gpu-cli: %s: %s; check the driver with 'gpu-cli doctor'\n", cmd, err->msg);
                 return GH_EXIT_FAILURE;
         }
-        gh_usage_attribute(list, o->state_dirs);
+        cli_attribution(o, &a);
+        gh_usage_attribute(list, &a);
         return GH_EXIT_OK;
 }
 
@@ -110,4 +162,14 @@ void cli_format_mib(uint64_t bytes, char *buf, size_t size)
                 snprintf(buf, size, "-");
         else
                 snprintf(buf, size, "%" PRIu64 "MiB", bytes >> 20);
+}
+
+void cli_pod_name(const struct gh_proc_owner *o, char *buf, size_t size)
+{
+        if (!o->in_container || o->pod.name[0] == '\0')
+                snprintf(buf, size, "-");
+        else if (o->pod.namespace_[0] == '\0')
+                snprintf(buf, size, "%s", o->pod.name);
+        else
+                snprintf(buf, size, "%s/%s", o->pod.namespace_, o->pod.name);
 }

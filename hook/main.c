@@ -20,6 +20,8 @@
 #include "hooklog.h"
 #include "log.h"
 #include "oci.h"
+#include "podrecord.h"
+#include "proc.h"
 
 /* The engine tests (tests/integration/meson.build) build a second gpu-hook whose compiled-in default
  * points into the build directory: Docker runs the hook with no way to pass --config. */
@@ -43,7 +45,8 @@ static void usage(FILE *out)
                 "OCI hook that gives a container an NVIDIA GPU when its environment asks for one\n"
                 "(NVIDIA_VISIBLE_DEVICES and friends).  Reads the OCI state on stdin.\n"
                 "\n"
-                "Stages: createRuntime (preferred), prestart; poststart and poststop do nothing.\n"
+                "Stages: createRuntime (preferred), prestart; poststop removes the container's record\n"
+                "(the pod gpu-cli ps names); poststart does nothing.\n"
                 "\n"
                 "Options:\n"
                 "  --config=FILE  configuration (default %s)\n"
@@ -107,6 +110,44 @@ static int parse_args(int argc, char **argv, struct options *o)
                 return -1;
         }
         return 0;
+}
+
+/* Records a GPU container that has started (podrecord.h): one small file.  Failing to is no reason
+ * to stop the container: it loses only its pod's name in ps and metrics. */
+static void record_container(const struct gh_config *cfg, const struct gh_oci_state *state,
+                             const struct gh_oci_spec *spec)
+{
+        _cleanup_error_ gh_error_t err = NULL;
+        struct gh_record r = { .pid = state->pid, .pod = spec->pod };
+
+        if (cfg->containers.dir == NULL)
+                return;
+        snprintf(r.id, sizeof(r.id), "%s", state->id ? state->id : "");
+        r.starttime = gh_proc_starttime(state->pid);
+        if (r.starttime == 0)
+                return; /* its init is gone already: there is no container to name */
+        if (gh_record_save(cfg->containers.dir, &r, &err) < 0)
+                gh_warn("%s", err->msg);
+}
+
+/* poststop: the container is gone, so is its record.  Whatever fails here changes nothing for the
+ * container, so nothing fails: the exit status is always 0, and readers collect what is left. */
+static int poststop(const struct options *o)
+{
+        _cleanup_error_ gh_error_t err = NULL;
+        struct gh_oci_state state = { 0 };
+        struct gh_config cfg = { 0 };
+        _cleanup_close_ int dirfd = -1;
+
+        if (gh_config_load(&cfg, o->config ? o->config : GPUHOOK_DEFAULT_CONFIG, &err) == 0 &&
+            cfg.containers.dir != NULL && gh_oci_state_read(STDIN_FILENO, &state, &err) == 0 && state.id != NULL &&
+            (dirfd = gh_record_dir_open(cfg.containers.dir, false, &err)) >= 0)
+                gh_record_remove(dirfd, state.id, &err);
+        if (err != NULL)
+                gh_debug("poststop: %s", err->msg);
+        gh_oci_state_free(&state);
+        gh_config_free(&cfg);
+        return GH_EXIT_OK;
 }
 
 /* gpu-cli configure's own phases (its --timings-fd line), as parts of the log's "configure": exec
@@ -222,6 +263,8 @@ static int run(const struct options *o, struct gh_config *cfg, struct gh_hooklog
                 gh_hooklog_set_error(log, last ? last : "gpu-cli configure failed");
         } else if (r == 0) {
                 log->result = "configured";
+                record_container(cfg, &state, &spec);
+                gh_hooklog_phase(log, "record");
         }
 out:
         gh_env_decision_free(&d);
@@ -241,9 +284,11 @@ int main(int argc, char **argv)
         gh_log_set_program("gpu-hook");
         if (parse_args(argc, argv, &o) < 0)
                 return GH_EXIT_USAGE;
-        /* Nothing to do after the container started or stopped: be gone before reading anything. */
-        if (o.stage != NULL && (strcmp(o.stage, "poststart") == 0 || strcmp(o.stage, "poststop") == 0))
+        /* Nothing to do after the container started: be gone before reading anything. */
+        if (o.stage != NULL && strcmp(o.stage, "poststart") == 0)
                 return GH_EXIT_OK;
+        if (o.stage != NULL && strcmp(o.stage, "poststop") == 0)
+                return poststop(&o);
         if (o.debug != NULL && gh_log_open(o.debug, true) < 0) {
                 fprintf(stderr, "gpu-hook: cannot open debug file %s: %m; pass a writable --debug path\n", o.debug);
                 return GH_EXIT_USAGE;

@@ -204,6 +204,7 @@ _gh_cleanup() {
         local id m i
         set +e
         _gh_cdi_restore
+        prom_stop
         if [ -d "$T_RUNC_ROOT" ]; then
                 for id in $("$RUNC" --root "$T_RUNC_ROOT" list -q 2>/dev/null); do
                         "$RUNC" --root "$T_RUNC_ROOT" delete -f "$id" >/dev/null 2>&1
@@ -681,4 +682,101 @@ _gh_cdi_restore() {
         done
         exec {_GH_CDI_LOCK_FD}>&-
         _GH_CDI_LOCK_FD=
+}
+
+# ---------------------------------------------------------------------------------------------
+# A real Prometheus server (Debian's prometheus package), private to the test: its own config and
+# data directory under $T, loopback only, stopped by its PID (also by the cleanup trap).
+
+PROM_PID=
+PROM_URL=
+
+# free_port: a TCP port on 127.0.0.1 that nothing listens on now.
+free_port() {
+        "$GH_PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# prom_start TARGET...: scrapes each TARGET (HOST:PORT, path /metrics) every second; returns once the
+# server says it is ready (30 s at most).  Sets PROM_URL.  Its log is $T/prometheus/log.
+prom_start() {
+        local dir=$T/prometheus port t targets=
+        mkdir -p "$dir/data"
+        for t in "$@"; do targets="$targets${targets:+, }'$t'"; done
+        printf '%s\n' "global:" "  scrape_interval: 1s" "  scrape_timeout: 1s" "  evaluation_interval: 1s" \
+                "scrape_configs:" "  - job_name: gpu-cli" "    static_configs:" "      - targets: [$targets]" \
+                >"$dir/prometheus.yml"
+        port=$(free_port) || return 1
+        PROM_URL=http://127.0.0.1:$port
+        prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/data" \
+                --web.listen-address="127.0.0.1:$port" --log.level=warn </dev/null >"$dir/log" 2>&1 &
+        PROM_PID=$!
+        for _ in $(seq 150); do
+                "$GH_PYTHON" -c 'import sys, urllib.request as u; u.urlopen(sys.argv[1], timeout=2)' \
+                        "$PROM_URL/-/ready" 2>/dev/null && return 0
+                kill -0 "$PROM_PID" 2>/dev/null || break
+                sleep 0.2
+        done
+        return 1
+}
+
+# prom_query EXPR: the instant query's result through /api/v1/query, one line per series,
+# `NAME{label="value",...} VALUE` with the labels sorted (job and instance, which Prometheus adds,
+# left out).
+prom_query() {
+        "$GH_PYTHON" -c '
+import json, sys, urllib.parse as p, urllib.request as u
+url, expr = sys.argv[1:]
+r = json.load(u.urlopen(url + "/api/v1/query?" + p.urlencode({"query": expr}), timeout=5))
+if r.get("status") != "success":
+    sys.exit("query failed: %s" % r)
+for s in r["data"]["result"]:
+    m = dict(s["metric"])
+    name = m.pop("__name__", "")
+    m.pop("job", None)
+    m.pop("instance", None)
+    print("%s{%s} %s" % (name, ",".join("%s=%s" % (k, json.dumps(v)) for k, v in sorted(m.items())), s["value"][1]))
+' "$PROM_URL" "$1"
+}
+
+# prom_wait EXPR [SECONDS]: prom_query's output once EXPR has a result (30 s at most by default);
+# returns 1 with nothing printed when it never does.
+prom_wait() {
+        local out
+        for _ in $(seq $((${2:-30} * 4))); do
+                out=$(prom_query "$1" 2>/dev/null)
+                if [ -n "$out" ]; then
+                        printf '%s\n' "$out"
+                        return 0
+                fi
+                sleep 0.25
+        done
+        return 1
+}
+
+# prom_targets: each scrape target's URL, health and last error, one line each.
+prom_targets() {
+        "$GH_PYTHON" -c '
+import json, sys, urllib.request as u
+r = json.load(u.urlopen(sys.argv[1] + "/api/v1/targets", timeout=5))
+for t in r["data"]["activeTargets"]:
+    print(t["scrapeUrl"], t["health"], t.get("lastError", ""))' "$PROM_URL"
+}
+
+prom_stop() {
+        [ -n "${PROM_PID:-}" ] || return 0
+        kill "$PROM_PID" 2>/dev/null
+        wait "$PROM_PID" 2>/dev/null
+        PROM_PID=
+}
+
+# promtool_check TEXT: `promtool check metrics` on TEXT (not on the caller's stdin: t_ok runs its
+# command with stdin from /dev/null).  Its lint about dcgm-exporter's own camelCase label names
+# (modelName, UUID, ... are what dcgm-exporter writes) is expected; any other complaint, a parse
+# error above all, fails.  Empty TEXT fails too.
+promtool_check() {
+        local out
+        [ -n "$1" ] || { echo "promtool_check: no exposition text"; return 1; }
+        out=$(promtool check metrics <<<"$1" 2>&1) && return 0
+        out=$(grep -v -E "^(DCGM_FI_DEV_[A-Z_]+|gpuhook_container_(fb_used|sm_util|processes)|gpuhook_fb_unowned) label names should be written in 'snake_case' not 'camelCase'\$" <<<"$out")
+        [ -z "$out" ] || { printf '%s\n' "$out"; return 1; }
 }

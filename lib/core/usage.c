@@ -49,6 +49,7 @@ static struct {
         nvml_return (*temperature)(nvml_device, int, unsigned int *);
         nvml_return (*power)(nvml_device, unsigned int *);
         nvml_return (*compute_mode)(nvml_device, int *);
+        nvml_return (*clock)(nvml_device, int, unsigned int *);
         nvml_return (*compute_procs)(nvml_device, unsigned int *, struct nvml_process_info *);
         nvml_return (*graphics_procs)(nvml_device, unsigned int *, struct nvml_process_info *);
         nvml_return (*process_util)(nvml_device, struct nvml_process_sample *, unsigned int *, unsigned long long);
@@ -67,6 +68,7 @@ void gh_usage_bind(void *lib)
                 SYM(temperature, "nvmlDeviceGetTemperature"),
                 SYM(power, "nvmlDeviceGetPowerUsage"),
                 SYM(compute_mode, "nvmlDeviceGetComputeMode"),
+                SYM(clock, "nvmlDeviceGetClockInfo"),
                 SYM(compute_procs, "nvmlDeviceGetComputeRunningProcesses_v3"),
                 SYM(graphics_procs, "nvmlDeviceGetGraphicsRunningProcesses_v3"),
                 SYM(process_util, "nvmlDeviceGetProcessUtilization"),
@@ -179,9 +181,12 @@ void gh_usage_serve(unsigned index, gh_rpc_usage_res *res)
                               .mem_util = -1,
                               .mem_used = NVML_VALUE_NOT_AVAILABLE,
                               .mem_total = NVML_VALUE_NOT_AVAILABLE,
+                              .mem_free = NVML_VALUE_NOT_AVAILABLE,
                               .temperature = -1,
                               .power_mw = -1,
-                              .compute_mode = -1 };
+                              .compute_mode = -1,
+                              .sm_clock_mhz = -1,
+                              .mem_clock_mhz = -1 };
         if (nv.handle_by_index == NULL || nv.handle_by_index(index, &dev) != NVML_OK) {
                 res->status = 1;
                 res->gh_rpc_usage_res_u.error = strdup("nvmlDeviceGetHandleByIndex failed");
@@ -194,11 +199,17 @@ void gh_usage_serve(unsigned index, gh_rpc_usage_res *res)
         if (nv.memory && nv.memory(dev, &mem) == NVML_OK) {
                 u->mem_used = mem.used;
                 u->mem_total = mem.total;
+                u->mem_free = mem.free;
         }
         if (nv.temperature && nv.temperature(dev, 0 /* NVML_TEMPERATURE_GPU */, &v) == NVML_OK && v < 1000)
                 u->temperature = (int) v;
         if (nv.power && nv.power(dev, &v) == NVML_OK && v < 100000000)
                 u->power_mw = (int) v;
+        /* NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2; no clock runs at 100 GHz */
+        if (nv.clock && nv.clock(dev, 1, &v) == NVML_OK && v < 100000)
+                u->sm_clock_mhz = (int) v;
+        if (nv.clock && nv.clock(dev, 2, &v) == NVML_OK && v < 100000)
+                u->mem_clock_mhz = (int) v;
         int mode;
         if (nv.compute_mode && nv.compute_mode(dev, &mode) == NVML_OK && mode >= 0 &&
             mode <= GH_COMPUTE_MODE_EXCLUSIVE_PROCESS)
@@ -215,6 +226,23 @@ void gh_usage_serve(unsigned index, gh_rpc_usage_res *res)
 }
 
 /* ---- client ---- */
+
+const char *gh_owner_kind_name(enum gh_owner_kind kind)
+{
+        switch (kind) {
+        case GH_OWNER_HOST: return "host";
+        case GH_OWNER_CONTAINER: return "container";
+        case GH_OWNER_CONTAINER_GONE: return "container-gone";
+        case GH_OWNER_MPS_SERVER: return "mps-server";
+        case GH_OWNER_MPS_STOPPED: return "mps-stopped";
+        default: return "unknown";
+        }
+}
+
+bool gh_owner_unowned(enum gh_owner_kind kind)
+{
+        return kind == GH_OWNER_HOST || kind == GH_OWNER_CONTAINER_GONE || kind == GH_OWNER_MPS_STOPPED;
+}
 
 const char *gh_compute_mode_name(int mode)
 {
@@ -238,7 +266,9 @@ int gh_usage_convert(const gh_rpc_usage *r, unsigned index, struct gh_gpu_usage 
 
         *out = NULL;
         if (!percent_ok(r->gpu_util) || !percent_ok(r->mem_util) || r->temperature < -1 || r->power_mw < -1 ||
-            r->compute_mode < -1 || r->compute_mode > GH_COMPUTE_MODE_EXCLUSIVE_PROCESS ||
+            r->compute_mode < -1 || r->compute_mode > GH_COMPUTE_MODE_EXCLUSIVE_PROCESS || r->sm_clock_mhz < -1 ||
+            r->mem_clock_mhz < -1 ||
+            (r->mem_total != GH_UNKNOWN_U64 && r->mem_free != GH_UNKNOWN_U64 && r->mem_free > r->mem_total) ||
             r->procs.procs_len > GH_MAX_GPU_PROCS ||
             (r->mem_total != GH_UNKNOWN_U64 && r->mem_used != GH_UNKNOWN_U64 && r->mem_used > r->mem_total))
                 return gh_err(err, 0, "NVML returned malformed usage figures for GPU %u", index);
@@ -252,9 +282,12 @@ int gh_usage_convert(const gh_rpc_usage *r, unsigned index, struct gh_gpu_usage 
                                      .mem_util = r->mem_util,
                                      .mem_used = r->mem_used,
                                      .mem_total = r->mem_total,
+                                     .mem_free = r->mem_free,
                                      .temperature_c = r->temperature,
                                      .power_mw = r->power_mw,
                                      .compute_mode = r->compute_mode,
+                                     .sm_clock_mhz = r->sm_clock_mhz,
+                                     .mem_clock_mhz = r->mem_clock_mhz,
                                      .procs = u->procs };
         for (u_int i = 0; i < r->procs.procs_len; i++) {
                 const gh_rpc_proc *p = &r->procs.procs_val[i];

@@ -63,6 +63,12 @@ static bool take_id(const char *s, size_t len, char id[GH_CONTAINER_ID_MAX])
         return true;
 }
 
+bool gh_container_id_valid(const char *id)
+{
+        char copy[GH_CONTAINER_ID_MAX];
+        return id[0] != '.' && take_id(id, strlen(id), copy);
+}
+
 static bool is_hex64(const char *s, size_t len)
 {
         if (len != 64)
@@ -355,20 +361,4 @@ int gh_container_find(const char *id, const char *const *state_roots, struct gh_
                 return gh_err(err, ESRCH, "container %s is not running (its process %d is gone)", out->id,
                               (int) out->pid);
         return 0;
-}
-
-void gh_usage_attribute(struct gh_gpu_list *list, const char *const *state_roots)
-{
-        for (size_t g = 0; g < list->n; g++) {
-                struct gh_gpu_usage *u = list->gpus[g].usage;
-                for (size_t i = 0; u != NULL && i < u->nprocs; i++) {
-                        _cleanup_error_ gh_error_t err = NULL;
-                        struct gh_gpu_proc *p = &u->procs[i];
-                        if (gh_proc_owner(p->pid, state_roots, &p->owner, &err) < 0) {
-                                /* gone since NVML answered, or hidden: shown as a host process */
-                                gh_debug("attributing PID %d: %s", (int) p->pid, err->msg);
-                                p->owner = (struct gh_proc_owner) { .ns_pid = p->pid };
-                        }
-                }
-        }
 }

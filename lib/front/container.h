@@ -21,6 +21,9 @@
  * "/") and runtime "" otherwise, -1 on malformed text.  Ids keep only [A-Za-z0-9_.:@-]. */
 int gh_cgroup_container(const char *text, size_t len, char runtime[GH_RUNTIME_MAX], char id[GH_CONTAINER_ID_MAX]);
 
+/* A container id as runtimes write them: 1-127 of [A-Za-z0-9_.:@-], not starting with '.'. */
+bool gh_container_id_valid(const char *id);
+
 /* Attributes host PID pid.  state_roots: extra runtime state directories (NULL-terminated, may be
  * NULL), searched after the defaults.  A process that has gone is -1 (ESRCH). */
 int gh_proc_owner(pid_t pid, const char *const *state_roots, struct gh_proc_owner *out, gh_error_t *err);
@@ -35,10 +38,5 @@ struct gh_container_ref {
 /* Finds a running container by id, or by a unique prefix of at least 4 characters, in the default
  * state directories (runc, crun, Docker's and containerd's runc roots) and state_roots. */
 int gh_container_find(const char *id, const char *const *state_roots, struct gh_container_ref *out, gh_error_t *err);
-
-struct gh_gpu_list;
-/* Fills every process's owner (container or host) from /proc (container.c).  state_roots: extra runtime state
- * directories to search for container ids (NULL-terminated, may be NULL). */
-void gh_usage_attribute(struct gh_gpu_list *list, const char *const *state_roots);
 
 #endif

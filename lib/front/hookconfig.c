@@ -9,6 +9,7 @@
 #include "config.h" /* the build's: GPUHOOK_CLI_PATH, GPUHOOK_HOOK_PATH */
 #include "hookconfig.h"
 #include "mps.h"
+#include "podrecord.h"
 #include "oci.h"
 #include "readfile.h"
 
@@ -22,6 +23,7 @@ enum key_type {
         KEY_NAMES,    /* environment variable names */
         KEY_PROGRAMS, /* program names (looked up on PATH) or absolute paths, at least one */
         KEY_CAPS,
+        KEY_METRIC_NAMES, /* "both", "dcgm" or "gpuhook" */
 };
 
 struct key {
@@ -67,6 +69,15 @@ static const struct key cli_keys[] = {
         K("no-cache", KEY_BOOL, cli.no_cache),
 };
 
+static const struct key containers_keys[] = {
+        K("dir", KEY_OPT_PATH, containers.dir),
+};
+
+static const struct key metrics_keys[] = {
+        K("names", KEY_METRIC_NAMES, metrics.names),
+        K("hpc-job-mapping-dir", KEY_OPT_PATH, metrics.hpc_job_dir),
+};
+
 static const struct key log_keys[] = {
         K("file", KEY_OPT_PATH, log.file),
 };
@@ -87,12 +98,14 @@ int gh_config_init(struct gh_config *cfg, gh_error_t *err)
         cfg->cli.path = strdup(GPUHOOK_CLI_PATH);
         cfg->log.file = strdup(GH_DEFAULT_LOG_FILE);
         cfg->mps.dir = strdup(GH_MPS_DEFAULT_DIR);
+        cfg->containers.dir = strdup(GH_RECORD_DEFAULT_DIR);
+        cfg->metrics.names = GH_METRICS_BOTH;
         cfg->runtime.runtimes = calloc(2, sizeof(char *));
         if (cfg->runtime.runtimes != NULL && (cfg->runtime.runtimes[0] = strdup("runc")) != NULL)
                 cfg->runtime.n_runtimes = 1;
         cfg->runtime.hook_path = strdup(GPUHOOK_HOOK_PATH);
         if (!cfg->swarm_resource || !cfg->cli.root || !cfg->cli.path || !cfg->log.file || !cfg->mps.dir ||
-            cfg->runtime.n_runtimes != 1 || !cfg->runtime.hook_path) {
+            !cfg->containers.dir || cfg->runtime.n_runtimes != 1 || !cfg->runtime.hook_path) {
                 gh_config_free(cfg);
                 return gh_err(err, ENOMEM, "initialising the configuration");
         }
@@ -153,6 +166,13 @@ static int set_key(struct gh_config *cfg, const struct key *k, const char *key, 
                 *(unsigned *) field = mask;
                 return 0;
         }
+        case KEY_METRIC_NAMES: {
+                int names = gh_metrics_names_parse(json_string_value(v));
+                if (names < 0)
+                        return gh_err(err, 0, "\"%s\" must be \"both\", \"dcgm\" or \"gpuhook\"", key);
+                *(int *) field = names;
+                return 0;
+        }
         case KEY_STRING:
         case KEY_PATH:
         case KEY_OPT_STRING:
@@ -181,6 +201,29 @@ static int set_key(struct gh_config *cfg, const struct key *k, const char *key, 
         return 0;
 }
 
+/* The objects of the top level and their keys. */
+static const struct section {
+        const char *name;
+        const struct key *keys;
+        size_t n;
+} sections[] = {
+        { "cli", cli_keys, GH_ARRAY_SIZE(cli_keys) },
+        { "runtime", runtime_keys, GH_ARRAY_SIZE(runtime_keys) },
+        { "mps", mps_keys, GH_ARRAY_SIZE(mps_keys) },
+        { "log", log_keys, GH_ARRAY_SIZE(log_keys) },
+        { "containers", containers_keys, GH_ARRAY_SIZE(containers_keys) },
+        { "metrics", metrics_keys, GH_ARRAY_SIZE(metrics_keys) },
+};
+
+int gh_metrics_names_parse(const char *s)
+{
+        return s == NULL                   ? -1
+               : strcmp(s, "both") == 0    ? GH_METRICS_BOTH
+               : strcmp(s, "dcgm") == 0    ? GH_METRICS_DCGM
+               : strcmp(s, "gpuhook") == 0 ? GH_METRICS_GPUHOOK
+                                           : -1;
+}
+
 static int apply_object(struct gh_config *cfg, json_t *obj, const struct key *keys, size_t n, const char *prefix,
                         gh_error_t *err)
 {
@@ -195,38 +238,23 @@ static int apply_object(struct gh_config *cfg, json_t *obj, const struct key *ke
                 for (size_t i = 0; i < n; i++)
                         if (strcmp(keys[i].name, name) == 0)
                                 k = &keys[i];
-                if (k == NULL) {
-                        if (prefix[0] == '\0' && strcmp(name, "cli") == 0) {
+                if (k == NULL && prefix[0] == '\0') {
+                        const struct section *sec = NULL;
+                        for (size_t i = 0; i < GH_ARRAY_SIZE(sections); i++)
+                                if (strcmp(sections[i].name, name) == 0)
+                                        sec = &sections[i];
+                        if (sec != NULL) {
+                                char sub[64];
                                 if (!json_is_object(v))
-                                        return gh_err(err, 0, "\"cli\" must be an object");
-                                if (apply_object(cfg, v, cli_keys, GH_ARRAY_SIZE(cli_keys), "cli.", err) < 0)
+                                        return gh_err(err, 0, "\"%s\" must be an object", name);
+                                snprintf(sub, sizeof(sub), "%s.", name);
+                                if (apply_object(cfg, v, sec->keys, sec->n, sub, err) < 0)
                                         return -1;
                                 continue;
                         }
-                        if (prefix[0] == '\0' && strcmp(name, "runtime") == 0) {
-                                if (!json_is_object(v))
-                                        return gh_err(err, 0, "\"runtime\" must be an object");
-                                if (apply_object(cfg, v, runtime_keys, GH_ARRAY_SIZE(runtime_keys), "runtime.", err) <
-                                    0)
-                                        return -1;
-                                continue;
-                        }
-                        if (prefix[0] == '\0' && strcmp(name, "mps") == 0) {
-                                if (!json_is_object(v))
-                                        return gh_err(err, 0, "\"mps\" must be an object");
-                                if (apply_object(cfg, v, mps_keys, GH_ARRAY_SIZE(mps_keys), "mps.", err) < 0)
-                                        return -1;
-                                continue;
-                        }
-                        if (prefix[0] == '\0' && strcmp(name, "log") == 0) {
-                                if (!json_is_object(v))
-                                        return gh_err(err, 0, "\"log\" must be an object");
-                                if (apply_object(cfg, v, log_keys, GH_ARRAY_SIZE(log_keys), "log.", err) < 0)
-                                        return -1;
-                                continue;
-                        }
-                        return gh_err(err, 0, "unknown key \"%.64s%.64s\"", prefix, name);
                 }
+                if (k == NULL)
+                        return gh_err(err, 0, "unknown key \"%.64s%.64s\"", prefix, name);
                 if (set_key(cfg, k, full, v, err) < 0)
                         return -1;
         }
@@ -287,5 +315,7 @@ void gh_config_free(struct gh_config *cfg)
         gh_strvfreep(&cfg->runtime.runtimes);
         free(cfg->runtime.hook_path);
         free(cfg->mps.dir);
+        free(cfg->containers.dir);
+        free(cfg->metrics.hpc_job_dir);
         memset(cfg, 0, sizeof(*cfg));
 }

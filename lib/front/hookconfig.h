@@ -27,6 +27,13 @@ struct gh_config {
                 char *dir; /* "/run/gpu-hook/mps" (GH_MPS_DEFAULT_DIR) */
         } mps;
         struct {
+                char *dir; /* "/run/gpu-hook/containers" (GH_RECORD_DEFAULT_DIR); NULL: no records */
+        } containers;
+        struct {
+                int names;         /* "names": GH_METRICS_BOTH */
+                char *hpc_job_dir; /* "hpc-job-mapping-dir": NULL, none written */
+        } metrics;
+        struct {
                 char *root;     /* "/" */
                 char *path;     /* GPUHOOK_CLI_PATH */
                 char *ldcache;  /* NULL: gpu-cli's default */
@@ -48,6 +55,11 @@ struct gh_config {
                 char *hook_path; /* "hook-path": GPUHOOK_HOOK_PATH */
         } runtime;
 };
+
+/* Which series gpu-cli metrics writes (docs/metrics.md). */
+enum { GH_METRICS_BOTH = 0, GH_METRICS_DCGM = 1, GH_METRICS_GPUHOOK = 2 };
+/* "both", "dcgm", "gpuhook": the GH_METRICS_* value, -1 otherwise. */
+int gh_metrics_names_parse(const char *s);
 
 #define GH_DEFAULT_LOG_FILE "/var/log/gpu-hook.log"
 

@@ -4,32 +4,7 @@
 #include <string.h>
 
 #include "json.h"
-
-/* Length of the UTF-8 sequence at s (at most n bytes), 0 when it is not valid UTF-8: no overlong
- * forms, no surrogates, nothing above U+10FFFF. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-        unsigned char c = s[0];
-        if (c < 0x80)
-                return 1;
-        if (c >= 0xc2 && c <= 0xdf)
-                return n >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
-        if (c >= 0xe0 && c <= 0xef) {
-                if (n < 3 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
-                        return 0;
-                if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f))
-                        return 0;
-                return 3;
-        }
-        if (c >= 0xf0 && c <= 0xf4) {
-                if (n < 4 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
-                        return 0;
-                if ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f))
-                        return 0;
-                return 4;
-        }
-        return 0;
-}
+#include "utf8.h"
 
 /* One pass before jansson: its own messages for these cases ("unable to decode byte", "maximum
  * parsing depth reached" at 2048) neither say what to fix nor stop early enough. */
@@ -42,7 +17,7 @@ int gh_json_precheck(const char *buf, size_t len, const char *what, gh_error_t *
         while (i < len) {
                 unsigned char c = s[i];
                 if (c >= 0x80) {
-                        size_t l = utf8_seq(s + i, len - i);
+                        size_t l = gh_utf8_seq(s + i, len - i);
                         if (l == 0)
                                 return gh_err(err, 0,
                                               "%s is not valid UTF-8 (byte 0x%02x at offset %zu); fix the encoding",

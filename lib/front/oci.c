@@ -10,6 +10,7 @@
 #include "json.h"
 #include "jsonread.h"
 #include "oci.h"
+#include "podrecord.h"
 #include "proc.h"
 #include "readfile.h"
 
@@ -283,6 +284,7 @@ static int spec_from_json(json_t *j, const char *bundle, struct gh_oci_spec *spe
                         return gh_err(err, 0, "%s: \"annotations\" must be an object", what);
                 if (get_string(annotations, GH_OCI_ANNOTATION_MPS_GROUP, what, &spec->mps_group, err) < 0)
                         return -1;
+                gh_pod_from_annotations(annotations, &spec->pod);
         }
         if (parse_mounts(j, what, spec, err) < 0)
                 return -1;

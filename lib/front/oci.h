@@ -13,6 +13,7 @@
 
 #include "error.h"
 #include "json.h"
+#include "usage.h"
 
 #define GH_OCI_STATE_MAX (1u << 20)   /* 1 MiB: a state is a few hundred bytes plus annotations */
 #define GH_OCI_CONFIG_MAX (16u << 20) /* 16 MiB: config.json with a large environment */
@@ -48,7 +49,8 @@ struct gh_oci_spec {
         size_t n_mounts;
         struct gh_oci_device *devices; /* linux.devices */
         size_t n_devices;
-        char *mps_group; /* annotations[GH_OCI_ANNOTATION_MPS_GROUP], NULL when absent */
+        char *mps_group;   /* annotations[GH_OCI_ANNOTATION_MPS_GROUP], NULL when absent */
+        struct gh_pod pod; /* the pod CRI annotations name (podrecord.h); all "" when none */
 };
 
 /* Where podman and CRI-O look for OCI hook files (hooks.d), the one list: packages install to

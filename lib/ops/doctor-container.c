@@ -19,6 +19,7 @@
 #include "cleanup.h"
 #include "discover.h"
 #include "doctor-internal.h"
+#include "doctor-memory.h"
 #include "doctor-mps.h"
 #include "doctor-report.h"
 #include "driver.h"
@@ -273,6 +274,7 @@ void gh_doctor_container(const struct gh_doctor_opts *o, pid_t pid, const char *
         gh_doctor_add(d, "gpu-requested", GH_CHECK_OK, NULL, NULL, "%s: devices %s, capabilities %s (%s)",
                       bundle ? "config.json" : "environment", devs, caps[0] ? caps : "none",
                       bundle ? bundle : "from /proc/PID/environ");
+        gh_doctor_pod(o, pid, d);
         if (!(dec.capabilities & GH_CAP_UTILITY))
                 gh_doctor_add(d, "utility", GH_CHECK_WARN,
                               "nvidia-smi and NVML are not injected: NVIDIA_DRIVER_CAPABILITIES lacks utility.",

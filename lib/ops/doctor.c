@@ -22,6 +22,7 @@
 #include "devchar.h"
 #include "discover.h"
 #include "doctor-internal.h"
+#include "doctor-memory.h"
 #include "doctor-mps.h"
 #include "doctor-report.h"
 #include "driver.h"
@@ -175,7 +176,21 @@ static void check_persistenced(int rootfd, struct gh_doctor *d)
                         "systemctl enable --now nvidia-persistenced", "no /run/nvidia-persistenced/socket");
 }
 
-/* podman and CRI-O: a hooks.d file that runs gpu-hook (or NVIDIA's hook). */
+/* Whether a hooks.d file's "stages" run the hook before the container starts. */
+static bool injects(json_t *stages)
+{
+        size_t i;
+        json_t *v;
+
+        json_array_foreach (stages, i, v) {
+                const char *st = json_string_value(v);
+                if (st && (strcmp(st, "createRuntime") == 0 || strcmp(st, "prestart") == 0))
+                        return true;
+        }
+        return false;
+}
+
+/* podman and CRI-O: a hooks.d file that runs gpu-hook (or NVIDIA's hook) before the container starts. */
 static void check_hooks_dirs(const struct gh_doctor_opts *o, struct gh_doctor *d)
 {
         const char *const *dirs = o->hooks_dirs ? o->hooks_dirs : gh_oci_hooks_dirs;
@@ -212,6 +227,8 @@ static void check_hooks_dirs(const struct gh_doctor_opts *o, struct gh_doctor *d
                             (strcmp(base, "gpu-hook") != 0 && strcmp(base, "nvidia-container-toolkit") != 0 &&
                              strcmp(base, "nvidia-container-runtime-hook") != 0))
                                 continue;
+                        if (!injects(json_object_get(j, "stages")))
+                                continue; /* gpu-hook's poststop file: it removes records, injects nothing */
                         if (access(hp, X_OK) < 0) {
                                 gh_doctor_add(
                                         d, "hooks.d", GH_CHECK_FAIL,
@@ -580,4 +597,6 @@ void gh_doctor_host(const struct gh_doctor_opts *o, struct gh_doctor *d)
         check_cdi(o, version, d);
         check_cgroups(o, d);
         gh_doctor_mps_host(o, d);
+        gh_doctor_records_host(o, d);
+        gh_doctor_memory_host(rootfd, o, d);
 }

@@ -52,6 +52,7 @@ struct gh_doctor_opts {
         enum gh_cgroup_manager manager; /* AUTO: systemd when /run/systemd/system exists */
         const struct gh_config *config; /* the hook's configuration (policy for the decision) */
         const char *mps_dir;            /* where MPS groups live; NULL: the config's mps.dir */
+        const char *const *state_roots; /* extra runtime state directories (NULL-terminated, may be NULL) */
         const char *dev_char; /* where /dev/char links go; NULL: /dev/char (ROOT/dev/char under another --root) */
 };
 

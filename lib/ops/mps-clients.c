@@ -77,9 +77,10 @@ int gh_mps_find_control(int rootfd, const char *root, const char *ldcache, char 
         return r;
 }
 
-int gh_mps_usage_load(const char *dir, const char *control, const char *const *state_dirs, struct gh_mps_usage **out,
-                      size_t *nout, gh_error_t *err)
+int gh_mps_usage_load(const struct gh_attribution *a, const char *control, struct gh_mps_usage **out, size_t *nout,
+                      gh_error_t *err)
 {
+        const char *dir = a->mps_dir;
         _cleanup_free_ struct gh_mps_group *groups = NULL;
         struct gh_mps_usage *rows;
         size_t n = 0;
@@ -107,10 +108,9 @@ int gh_mps_usage_load(const char *dir, const char *control, const char *const *s
                         return gh_err(err, ENOMEM, "listing the clients of MPS group '%s'", groups[i].name);
                 }
                 for (size_t k = 0; k < np; k++) {
-                        _cleanup_error_ gh_error_t e2 = NULL;
                         struct gh_mps_client *c = &rows[i].clients[rows[i].n];
                         c->pid = pids[k];
-                        if (gh_proc_owner(pids[k], state_dirs, &c->owner, &e2) < 0)
+                        if (gh_attribute_pid(pids[k], a, &c->owner) < 0)
                                 continue; /* gone meanwhile */
                         rows[i].n++;
                 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "attribute.h"
 #include "error.h"
 #include "mps.h"
 #include "usage.h"
@@ -18,9 +19,9 @@ int gh_mps_find_control(int rootfd, const char *root, const char *ldcache, char 
  * as the daemon reports them (host pids); *pids is NULL when n is 0 (caller frees). */
 int gh_mps_clients(const char *dir, const char *name, const char *control, pid_t **pids, size_t *n, gh_error_t *err);
 
-/* Every group under dir with its clients, each with its container (state_dirs: extra runtime state
- * roots, see gh_proc_owner).  control NULL (no control program found): every client list is empty.
- * A group whose daemon cannot be asked has no clients; a client gone meanwhile is left out. */
+/* Every group under a->mps_dir with its clients, each attributed to its container and pod the way
+ * GPU processes are (attribute.h).  control NULL (no control program found): every client list is
+ * empty.  A group whose daemon cannot be asked has no clients; a client gone meanwhile is left out. */
 struct gh_mps_client {
         pid_t pid;
         struct gh_proc_owner owner;
@@ -30,8 +31,8 @@ struct gh_mps_usage {
         struct gh_mps_client *clients;
         size_t n;
 };
-int gh_mps_usage_load(const char *dir, const char *control, const char *const *state_dirs, struct gh_mps_usage **out,
-                      size_t *n, gh_error_t *err);
+int gh_mps_usage_load(const struct gh_attribution *a, const char *control, struct gh_mps_usage **out, size_t *n,
+                      gh_error_t *err);
 void gh_mps_usage_free(struct gh_mps_usage *u, size_t n);
 
 #endif

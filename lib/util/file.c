@@ -14,6 +14,7 @@
 
 #include "cleanup.h"
 #include "file.h"
+#include "proc.h"
 
 int gh_write_all(int fd, const void *data, size_t len)
 {
@@ -148,4 +149,25 @@ fail:
         e = errno ? errno : EIO;
         unlinkat(dfd, (flags & GH_WRITE_ATOMIC) ? tmp : base, 0);
         return gh_err(err, e, "writing %s", path);
+}
+
+int gh_write_temp_writer(const char *name, pid_t *pid)
+{
+        const char *last = strrchr(name, '.'), *p;
+        char digits[16];
+        size_t n;
+
+        if (name[0] != '.' || last == NULL || last == name || strlen(last + 1) != 8 ||
+            strspn(last + 1, "0123456789abcdef") != 8)
+                return -1;
+        for (p = last; p > name + 1 && p[-1] != '.'; p--)
+                ;
+        if (p <= name + 2) /* no ".NAME." before the pid */
+                return -1;
+        n = (size_t) (last - p);
+        if (n == 0 || n >= sizeof(digits))
+                return -1;
+        memcpy(digits, p, n);
+        digits[n] = '\0';
+        return gh_parse_pid(digits, pid);
 }

@@ -36,6 +36,11 @@ enum {
 int gh_write_file_at(int dirfd, const char *path, const void *data, size_t len, mode_t mode, unsigned flags,
                      struct stat *st, gh_error_t *err);
 
+/* Whether name is one of gh_write_file_at's temporary names (".NAME.PID.RANDOM") and whose: 0 and
+ * *pid set to the writer's pid, or -1 when it is not such a name.  A directory's owner removes the
+ * temporaries whose writer is gone (killed between create and rename). */
+int gh_write_temp_writer(const char *name, pid_t *pid);
+
 /* mkdir -p of a trusted path relative to dirfd: every missing directory made with mode (whatever
  * the umask); existing ones are fine (also when they are not directories: the caller's open says so). */
 int gh_mkdir_p_trusted(int dirfd, const char *path, mode_t mode, gh_error_t *err);

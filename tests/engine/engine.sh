@@ -44,7 +44,7 @@ engine_write_config() {
         "$GH_PYTHON" - "$GH_ENGINE_CONFIG" "$DRV" "$GPU_CLI" "$T/hook.log" "$1" <<'PY'
 import json, os, sys
 path, drv, cli, log, extra = sys.argv[1:]
-c = {"cli": {"root": drv, "path": cli}, "log": {"file": log}}
+c = {"cli": {"root": drv, "path": cli}, "log": {"file": log}, "containers": {"dir": os.path.dirname(log) + "/records"}}
 c.update(json.loads(extra))
 with open(path + ".tmp", "w") as f:
     json.dump(c, f)

@@ -313,7 +313,8 @@ def install_proc(root, prof, version):
                  'mig_mode: %s' % ('enabled' if mig is not None else g.get('mig_mode', 'disabled'))]
         if 'cuda_driver_version' in prof:
             lines.append('cuda_driver_version: %d' % prof['cuda_driver_version'])
-        for key in ('memory_total_mib', 'process_memory_mib', 'process_sm_util', 'temperature', 'power_mw', 'compute_mode'):
+        for key in ('memory_total_mib', 'process_memory_mib', 'process_sm_util', 'memory_util', 'temperature', 'power_mw',
+                    'compute_mode', 'sm_clock_mhz', 'mem_clock_mhz'):
             if key in g:
                 lines.append('%s: %d' % (key, g[key]))
         root.mkdir('%s/capabilities/gpu%d/mig' % (p, m))

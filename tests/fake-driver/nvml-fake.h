@@ -23,6 +23,7 @@ struct fake_nvml_device {
         /* usage (fake-nvml keys; see README.md) */
         unsigned long long memory_total_mib, process_memory_mib;
         unsigned int process_sm_util, temperature, power_mw, compute_mode;
+        unsigned int memory_util, sm_clock_mhz, mem_clock_mhz;
 };
 
 const char *fake_root(void);

@@ -2,8 +2,8 @@
 # Runs HERE (the CPU machine): builds the GPU-machine kit into .gpukit/ at the repo root.
 #
 #   bash tests/gpu/prepare.sh          then, through the device tool, with carry [".gpukit"]:
-#   bash tests/gpu/run.sh; bash tests/gpu/run-runtime.sh; bash tests/gpu/bench.sh; bash tests/gpu/run-doctor.sh
-#   bash tests/gpu/run-nvidia-spec.sh (NVIDIA's sample spec, our nvidia-cdi-hook)
+#   bash tests/gpu/run.sh; bash tests/gpu/run-runtime.sh; bash tests/gpu/bench.sh; bash tests/gpu/run-doctor.sh;
+#   bash tests/gpu/run-metrics.sh; bash tests/gpu/run-nvidia-spec.sh (NVIDIA's sample spec, our nvidia-cdi-hook)
 #
 # The GPU machine (Ubuntu 24.04) has no -dev packages, no runc and no network, so the kit carries:
 #   bin/gpu-cli, bin/gpu-hook   release build of this tree; bin/nvidia-cdi-hook (static)

@@ -10,7 +10,8 @@ t_need_cmd runc
 MKROOT=$GH_SOURCE_DIR/tests/fake-driver/make-root.sh
 DRV=$T/drv
 bash "$MKROOT" "$DRV" --sockets >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_fail "make-root.sh"; t_done; }
-printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s"}}\n' "$DRV" "$GPU_CLI" "$T/hook.log" >"$T/config.json"
+printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s"}, "containers": {"dir": "%s"}}\n' "$DRV" "$GPU_CLI" \
+        "$T/hook.log" "$T/records" >"$T/config.json"
 mkdir -p "$T/hooks" "$T/nohooks" "$T/cdi" "$T/cdi-stale" "$T_RUNC_ROOT"
 printf '{"version": "1.0.0", "hook": {"path": "%s", "args": ["gpu-hook", "createRuntime"]}, "when": {"always": true}, "stages": ["createRuntime"]}\n' \
         "$GPU_HOOK" >"$T/hooks/oci-gpu-hook.json"
@@ -94,6 +95,12 @@ doctor "$DRV" --hooks-dir="$T/nohooks" --cdi-dir="$T/cdi" --cgroup-manager=cgrou
 t_match "$OUT" '^warn +hooks.d' "no hooks.d file: a warning"
 t_match "$OUT" 'cause: No hooks.d file runs gpu-hook, so podman and CRI-O' "no hooks.d file: the cause"
 t_is "$RC" 0 "warnings alone do not fail doctor"
+# only the poststop file (it removes container records): still nothing injects the GPUs
+mkdir -p "$T/poststop-only"
+printf '{"version": "1.0.0", "hook": {"path": "%s", "args": ["gpu-hook", "poststop"]}, "when": {"always": true}, "stages": ["poststop"]}\n' \
+        "$GPU_HOOK" >"$T/poststop-only/oci-gpu-hook-poststop.json"
+doctor "$DRV" --hooks-dir="$T/poststop-only" --cdi-dir="$T/cdi" --cgroup-manager=cgroupfs
+t_match "$OUT" '^warn +hooks.d' "a poststop hooks.d file alone: still the warning (it injects nothing)"
 
 doctor "$DRV" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi-stale" --cgroup-manager=cgroupfs
 t_match "$OUT" "^warn +cdi +$T/cdi-stale/nvidia.yaml: it names driver 570.86.10 \\(libnvidia-ml.so.570.86.10\\), the loaded driver is 580.95.05" "stale CDI spec: found"

@@ -12,7 +12,7 @@ CUDA_PROBE=$(find "$GH_BUILD_DIR/tests/fake-driver" -name cuda-probe -type f -pe
 UUID0=$(sed -n 's/^GPU UUID:[[:space:]]*//p' "$(ls -d "$DRV"/proc/driver/nvidia/gpus/* | sort | head -n1)/information")
 
 cat >"$T/config.json" <<EOF
-{"cli": {"root": "$DRV", "path": "$GPU_CLI"}, "log": {"file": "$T/hook.log"}}
+{"cli": {"root": "$DRV", "path": "$GPU_CLI"}, "log": {"file": "$T/hook.log"}, "containers": {"dir": "$T/records"}}
 EOF
 
 PROBE='

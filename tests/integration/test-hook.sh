@@ -19,7 +19,8 @@ rc=\$(cat "$T/fake-rc" 2>/dev/null || echo 0)
 exit \$rc
 EOF
 chmod 755 "$T/fake-cli"
-printf '{"cli": {"path": "%s"}, "log": {"file": "%s"}}\n' "$T/fake-cli" "$T/hook.log" >"$T/hook.json"
+printf '{"cli": {"path": "%s"}, "log": {"file": "%s"}, "containers": {"dir": "%s"}}\n' "$T/fake-cli" "$T/hook.log" \
+        "$T/records" >"$T/hook.json"
 
 # A library that leaves a host marker from wherever it is loaded.
 HAVE_MARKER=0

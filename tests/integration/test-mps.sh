@@ -99,10 +99,10 @@ t_is "$(daemons | wc -w)" 1 "... and no daemon"
 mkdir -p "$DRV/tmp/nvidia-mps" && touch "$DRV/tmp/nvidia-mps/host-default"
 t_ok "mps start team on GPU 1" "${G[@]}" start team --device=1 --memory=2G $NOCDI
 tpid=$(state pid team)
-printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s/hook.log"}, "mps": {"dir": "%s"}}\n' \
-        "$DRV" "$CLI" "$T" "$D" >"$T/config.json"
-printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s/hook.log"}, "mps": {"dir": "%s"}, "accept-mps-group-envvar": true}\n' \
-        "$DRV" "$CLI" "$T" "$D" >"$T/config-env.json"
+printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s/hook.log"}, "mps": {"dir": "%s"}, "containers": {"dir": "%s/records"}}\n' \
+        "$DRV" "$CLI" "$T" "$D" "$T" >"$T/config.json"
+printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s/hook.log"}, "mps": {"dir": "%s"}, "accept-mps-group-envvar": true, "containers": {"dir": "%s/records"}}\n' \
+        "$DRV" "$CLI" "$T" "$D" "$T" >"$T/config-env.json"
 PROBE='
 echo "pipe:$(ls /tmp/nvidia-mps 2>&1 | tr "\n" ",")"
 echo "shm:$(ls /dev/shm 2>&1 | tr "\n" ",")"

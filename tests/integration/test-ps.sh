@@ -4,50 +4,15 @@
 # GPU user must be attributed to the right container id and in-container PID, metrics must carry
 # the same numbers, and top must draw a clean screen in a terminal (tmux).
 #
-# The fake NVML sees GPU users through procfs mounted at fake-proc/ in the driver root (the NVML
-# service is chrooted there), and only those of its own uid: the overflow uid (tests/fake-driver/README.md).
+# How the fake NVML sees GPU users: tests/integration/usage-kit.sh.
 . "${GH_SOURCE_DIR:?}/tests/lib.sh"
 t_need_root
 t_need_cmd runc unshare "$GH_PYTHON"
 
-FD=${FAKE_DRIVER_DIR:-$GH_BUILD_DIR/tests/fake-driver}
-HOLD=$FD/hold-fd
-NOBODY=$(cat /proc/sys/kernel/overflowuid)
-DRV=$T/drv
-"$GH_PYTHON" -c '
-import json, sys
-p = json.load(open(sys.argv[1]))
+. "$GH_SOURCE_DIR/tests/integration/usage-kit.sh"
+usage_driver '
 p["gpus"][0].update(process_memory_mib=512, process_sm_util=30)
-p["gpus"][1].update(process_memory_mib=2048, process_sm_util=70, temperature=51, power_mw=123456)
-json.dump(p, sys.stdout)' "$GH_SOURCE_DIR/tests/fake-driver/profiles/default.json" >"$T/profile.json"
-bash "$GH_SOURCE_DIR/tests/fake-driver/make-root.sh" "$DRV" --profile "$T/profile.json" >"$T/mkroot.log" 2>&1 ||
-        { t_diag_file "$T/mkroot.log"; t_fail "make-root.sh"; t_done; }
-printf '{"cli": {"root": "%s", "path": "%s"}, "log": {"file": "%s"}}\n' "$DRV" "$GPU_CLI" "$T/hook.log" >"$T/config.json"
-
-# gpu-cli with procfs at the driver root's fake-proc/, in a private mount namespace.
-gpucli() {
-        unshare -m --propagation private sh -c 'mount -t proc proc "$0/fake-proc" && exec "$@"' "$DRV" \
-                "$GPU_CLI" --root="$DRV" "$@"
-}
-
-# make_container NAME CMD: a bundle running CMD (sh -c) as the overflow uid with no capability.
-make_container() {
-        local rootfs=$T/$1/rootfs bundle=$T/$1/bundle
-        make_busybox_rootfs "$rootfs" --glibc || return 1
-        install -m 755 "$HOLD" "$rootfs/usr/bin/hold-fd"
-        make_bundle "$bundle" "$rootfs" /bin/sh -c "$2"
-        bundle_edit "$bundle" '
-c["process"]["user"] = {"uid": int(args[0]), "gid": int(args[0])}
-c["process"]["capabilities"] = {k: [] for k in ("bounding", "effective", "permitted", "ambient")}' "$NOBODY"
-}
-# wait_ready FILE: prints the PID of hold-fd's "ready PID" line once it is there.
-wait_ready() {
-        for _ in $(seq 100); do
-                grep -q '^ready' "$1" 2>/dev/null && { sed -n 's/^ready //p' "$1"; return 0; }
-                sleep 0.1
-        done
-        return 1
-}
+p["gpus"][1].update(process_memory_mib=2048, process_sm_util=70, temperature=51, power_mw=123456)'
 
 mkdir -p "$T_RUNC_ROOT"
 A=gh-ps-gpu-$$
@@ -92,8 +57,9 @@ t_is "$(awk '$1 == 1 {print $2, $3, $4, $5, $6}' <<<"$ROWS")" "$HOST_PID host - 
 t_nomatch "$ROWS" "$B" "the container without a GPU is not listed"
 
 PS_TEXT=$(gpucli ps --state-dir="$T_RUNC_ROOT" 2>&1)
-t_match "$PS_TEXT" "^0 +${A_PID:-x} +runc +${A:0:12} +$A_CPID +C +512MiB +30 +0 +hold-fd\$" "ps (text): the container's row"
-t_match "$PS_TEXT" "^1 +$HOST_PID +host +- +- +C +2048MiB +70 +0 +hold-fd\$" "ps (text): the host process's row"
+t_match "$PS_TEXT" "^0 +${A_PID:-x} +runc +${A:0:12} +$A_CPID +C +512MiB +30 +0 +- +hold-fd\$" "ps (text): the container's row (no pod)"
+t_match "$PS_TEXT" "^1 +$HOST_PID +host +- +- +C +2048MiB +70 +0 +- +hold-fd\$" "ps (text): the host process's row"
+t_match "$PS_TEXT" "^1 +$HOST_PID +2048MiB +hold-fd +host process" "ps (text): the host process's memory is listed as no running container's"
 
 # --- metrics: the same numbers
 M=$(gpucli metrics --state-dir="$T_RUNC_ROOT" 2>&1)
@@ -107,23 +73,16 @@ t_match "$M" '^gpuhook_gpu_temperature_celsius\{gpu="1",.*\} 51$' "metrics: GPU 
 t_match "$M" '^gpuhook_gpu_power_watts\{gpu="1",.*\} 123\.456$' "metrics: GPU 1's power in watts"
 t_nomatch "$M" "$B" "metrics: nothing about the container without a GPU"
 if have_cmd promtool; then
-        t_ok "promtool check metrics accepts the output" promtool check metrics <<<"$M"
+        t_ok "promtool check metrics accepts the output" promtool_check "$M"
 else
         t_skip "promtool check metrics" "promtool (Debian package prometheus) is not installed"
 fi
 
 # --- metrics --listen: the same text over HTTP, on loopback
-PORT=$((20000 + $$ % 20000))
-# exec: LISTEN_PID must be gpu-cli itself (unshare and sh exec it), not a subshell
-(exec unshare -m --propagation private sh -c 'mount -t proc proc "$0/fake-proc" && exec "$@"' "$DRV" \
-        "$GPU_CLI" --root="$DRV" metrics --listen="127.0.0.1:$PORT" --state-dir="$T_RUNC_ROOT") 2>"$T/listen.err" &
-LISTEN_PID=$!
-HTTP=
-for _ in $(seq 50); do
-        HTTP=$("$GH_PYTHON" -c 'import sys, urllib.request as u; print(u.urlopen(sys.argv[1], timeout=5).read().decode())' \
-                "http://127.0.0.1:$PORT/metrics" 2>/dev/null) && break
-        sleep 0.1
-done
+PORT=$(free_port)
+listen_start "$PORT" --state-dir="$T_RUNC_ROOT" || t_diag_file "$T/listen.err"
+HTTP=$("$GH_PYTHON" -c 'import sys, urllib.request as u; print(u.urlopen(sys.argv[1], timeout=5).read().decode())' \
+        "http://127.0.0.1:$PORT/metrics" 2>&1)
 t_match "$HTTP" "container_id=\"$A\"\} ${A_MEM:-x}\$" "metrics --listen serves /metrics with the container's memory" ||
         t_diag_file "$T/listen.err"
 NOTFOUND=$("$GH_PYTHON" -c '
@@ -170,7 +129,8 @@ if have_cmd tmux; then
         t_match "$QUIT" '^top-exit=0$' "top: the key q quits (exit 0)"
         t_match "$QUIT" '^icanon$' "top: after q the terminal is back in canonical mode"
         t_match "$(head -n1 <<<"$SCREEN")" '^gpu-cli top  [0-9:]+  driver 580\.95\.05  sorted by memory' "top: the header is on the first line"
-        t_is "$(grep hold-fd <<<"$SCREEN" | awk '{print $2}' | tr '\n' ' ')" "$HOST_PID ${A_PID:-x} " \
+        t_is "$(awk '/^GPU +PID +RUNTIME/ {t = 1; next} /^$/ {t = 0} t && /hold-fd/ {print $2}' <<<"$SCREEN" | tr '\n' ' ')" \
+                "$HOST_PID ${A_PID:-x} " \
                 "top: processes sorted by memory (2048 MiB before 512 MiB)"
         t_match "$SCREEN" "^GPU 1 .*util +70%.*51C.*123W" "top: GPU 1's summary line"
         t_is "$(grep -c 'gpu-cli top' <<<"$SCREEN")" 1 "top: one screen, redrawn in place (no scrolled copies)"

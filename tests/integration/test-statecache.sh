@@ -224,7 +224,7 @@ t_is "$(plan_inits -d 0 -R 'cuda>=12.0' -R 'arch>=8.0')" 1 "a cuda and an arch r
 # --- a CUDA container on a warm cache: no NVML, same decisions ------------------------------------
 if have_cmd runc; then
         cat >"$T/hook.json" <<EOF
-{"cli": {"root": "$R", "path": "$GPU_CLI", "state-file": "$SF"}, "log": {"file": "$T/hook.log"}}
+{"cli": {"root": "$R", "path": "$GPU_CLI", "state-file": "$SF"}, "log": {"file": "$T/hook.log"}, "containers": {"dir": "$T/records"}}
 EOF
         make_busybox_rootfs "$T/rootfs" || t_fail "busybox rootfs"
         req_run() {
@@ -257,8 +257,8 @@ EOF
                 t_ok "cold cache, NVIDIA_REQUIRE_CUDA=$e: NVML's answer saved" test -f "$SF"
         done
         # --no-cache: no lookup, and only cuda requirements still need no NVML.
-        printf '{"cli": {"root": "%s", "path": "%s", "no-cache": true}, "log": {"file": "%s"}}\n' \
-                "$R" "$GPU_CLI" "$T/hook.log" >"$T/hook-nocache.json"
+        printf '{"cli": {"root": "%s", "path": "%s", "no-cache": true}, "log": {"file": "%s"}, "containers": {"dir": "%s"}}\n' \
+                "$R" "$GPU_CLI" "$T/hook.log" "$T/records" >"$T/hook-nocache.json"
         nocache_run() {
                 make_bundle "$T/b-$1" "$T/rootfs" /bin/true
                 bundle_set_env "$T/b-$1" NVIDIA_VISIBLE_DEVICES=0,1 "NVIDIA_REQUIRE_CUDA=$2"

@@ -23,7 +23,7 @@ write_config() {
         cat >"$T/$1.json" <<EOF
 {"accept-visible-devices-envvar-when-unprivileged": $2, "accept-visible-devices-as-volume-mounts": $3,
  "swarm-resource": ["DOCKER_RESOURCE_GPU"],
- "cli": {"root": "$DRV", "path": "$GPU_CLI"}, "log": {"file": "$T/hook.log"}}
+ "cli": {"root": "$DRV", "path": "$GPU_CLI"}, "log": {"file": "$T/hook.log"}, "containers": {"dir": "$T/records"}}
 EOF
 }
 write_config gate-on false false

@@ -17,7 +17,7 @@ PREFIX=gh-load-$$
 DRV=$T/drv
 bash "$MKROOT" "$DRV" >"$T/mkroot.log" 2>&1 || { t_diag_file "$T/mkroot.log"; t_fatal "make-root.sh failed"; }
 cat >"$T/config.json" <<EOF
-{"cli": {"root": "$DRV", "path": "$GPU_CLI"}, "log": {"file": "$T/hook.log"}}
+{"cli": {"root": "$DRV", "path": "$GPU_CLI"}, "log": {"file": "$T/hook.log"}, "containers": {"dir": "$T/records"}}
 EOF
 
 # What accumulates when something leaks: host mounts (other test runs' temp dirs left out: the

@@ -115,6 +115,18 @@ int main(void)
         gh_error_free(&err);
 
         ok(gh_mkdir_p_trusted(AT_FDCWD, T, 0755, &err) == 0, "mkdir -p of an existing directory");
+
+        /* The temporary names' writer, for a directory's owner that removes a killed writer's. */
+        pid_t pid = 0;
+        ok(gh_write_temp_writer(".abc.1234.0badf00d", &pid) == 0 && pid == 1234, "'.abc.1234.0badf00d' is PID 1234's");
+        ok(gh_write_temp_writer(".a.b.77.deadbeef", &pid) == 0 && pid == 77, "a name with dots: the last number");
+        ok(gh_write_temp_writer("abc.1234.0badf00d", &pid) < 0, "not hidden: not a temporary");
+        ok(gh_write_temp_writer("..1234.0badf00d", &pid) < 0, "no name before the pid");
+        ok(gh_write_temp_writer(".abc.12x4.0badf00d", &pid) < 0 && gh_write_temp_writer(".abc.-1.0badf00d", &pid) < 0 &&
+                   gh_write_temp_writer(".abc.0.0badf00d", &pid) < 0,
+           "a pid that is not one");
+        ok(gh_write_temp_writer(".abc.1234.0badf0", &pid) < 0 && gh_write_temp_writer(".abc.1234.0BADF00D", &pid) < 0,
+           "a suffix that is not the writer's (8 lower-case hex digits)");
         sh("rm -rf '%s'", T);
         return tap_done();
 }

@@ -21,8 +21,8 @@ EOF
 chmod 755 "$T/fake-cli"
 
 write_config() {
-        printf '{"cli": {"path": "%s", "root": "/drv", "ldconfig": "@/sbin/ldconfig", "no-cgroups": true, "user": "1:2"%s}, "log": {"file": "%s"}}\n' \
-                "$T/fake-cli" "${1:-}" "$T/hook.log" >"$T/hook.json"
+        printf '{"cli": {"path": "%s", "root": "/drv", "ldconfig": "@/sbin/ldconfig", "no-cgroups": true, "user": "1:2"%s}, "log": {"file": "%s"}, "containers": {"dir": "%s"}}\n' \
+                "$T/fake-cli" "${1:-}" "$T/hook.log" "$T/records" >"$T/hook.json"
 }
 
 # bundle ENV...: config.json with those variables.
@@ -63,7 +63,7 @@ t_is "$(cat "$T/stdin")" /dev/null "gpu-cli's stdin is /dev/null"
 line=$(tail -n 1 "$T/hook.log")
 t_match "$line" '^\{"time":"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z","program":"gpu-hook","pid":[0-9]+,"trace_id":"ctr-42","stage":"createRuntime","container_pid":4242,"decision":\{"gpu_container":true,' \
         "the log line has time, trace id, stage and the decision"
-t_match "$line" '"timings_us":\{"config":[0-9]+,"state":[0-9]+,"spec":[0-9]+,"decide":[0-9]+,"configure":[0-9]+,"configure.exec":-?[0-9]+,"configure.setup":100,"configure.driver":100,"configure.gpus":50,"configure.plan":60,"configure.open":70,"configure.enter":10,"configure.apply":300,"configure.ldcache":90,"configure.cgroup":40,"configure.other":80,"configure.exit":-?[0-9]+,"total":[0-9]+\},"result":"configured","exit_code":0,"error":null\}$' \
+t_match "$line" '"timings_us":\{"config":[0-9]+,"state":[0-9]+,"spec":[0-9]+,"decide":[0-9]+,"configure":[0-9]+,"configure.exec":-?[0-9]+,"configure.setup":100,"configure.driver":100,"configure.gpus":50,"configure.plan":60,"configure.open":70,"configure.enter":10,"configure.apply":300,"configure.ldcache":90,"configure.cgroup":40,"configure.other":80,"configure.exit":-?[0-9]+,"record":[0-9]+,"total":[0-9]+\},"result":"configured","exit_code":0,"error":null\}$' \
         "the log line has per-phase timings, configure's own phases from its timings line, and the result"
 t_ok "the log line is one JSON object" "$GH_PYTHON" -c 'import json,sys; json.loads(sys.argv[1])' "$line"
 
@@ -71,7 +71,7 @@ bundle NVIDIA_VISIBLE_DEVICES=all
 write_config ', "debug": "/dev/null", "load-kmods": true, "ldcache": "/etc/ld.so.cache"'
 echo "started=1000 begin=x end=1900" >"$T/fake-timings"
 hook prestart
-t_match "$(tail -n 1 "$T/hook.log")" '"configure":[0-9]+,"total":' "a malformed timings line adds nothing to the log"
+t_match "$(tail -n 1 "$T/hook.log")" '"configure":[0-9]+,"record":[0-9]+,"total":' "a malformed timings line adds nothing to the log"
 t_is "$(tr '\n' ' ' <"$T/argv")" \
         "--root=/drv --ldcache=/etc/ld.so.cache --debug=/dev/null --log-format=json --load-kmods configure --timings-fd=3 --pid=4242 --device=all --compute --utility --user=1:2 --ldconfig=@/sbin/ldconfig --no-cgroups $T/b/rootfs " \
         "prestart: all devices, the cli options of the config"

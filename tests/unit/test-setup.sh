@@ -270,15 +270,24 @@ t_match "$(cat "$CR")" "^runtime_path = \"$RTP\"" "crio drop-in: runtime_path = 
 t_match "$(cat "$CR")" '^default_runtime = "gpu"' "crio drop-in: default_runtime with --default"
 t_is "$(jq_py "$D/hooks.d/oci-gpu-hook.json" '(c["hook"]["path"], c["hook"]["env"], c["stages"])')" \
         "('$HKP', ['PATH=/usr/sbin:/usr/bin:/sbin:/bin'], ['createRuntime'])" "crio: the hooks.d file (createRuntime, explicit env)"
+t_is "$(jq_py "$D/hooks.d/oci-gpu-hook-poststop.json" '(c["hook"]["path"], c["hook"]["args"], c["stages"])')" \
+        "('$HKP', ['gpu-hook', 'poststop'], ['poststop'])" "crio: the poststop hooks.d file (removes the container's record)"
 setup crio --config="$CR" --undo
-t_not "crio --undo removes both files" test -e "$CR" -o -e "$D/hooks.d/oci-gpu-hook.json"
+t_not "crio --undo removes the three files" test -e "$CR" -o -e "$D/hooks.d/oci-gpu-hook.json" -o \
+        -e "$D/hooks.d/oci-gpu-hook-poststop.json"
 
 setup podman
 t_is "$RC" 0 "podman: exit 0"
-t_ok "podman: the hooks.d file" test -f "$D/hooks.d/oci-gpu-hook.json"
+t_ok "podman: the hooks.d files (createRuntime, poststop)" test -f "$D/hooks.d/oci-gpu-hook.json" -a \
+        -f "$D/hooks.d/oci-gpu-hook-poststop.json"
 t_match "$OUT" 'nothing to restart' "podman: nothing to restart"
 setup podman --undo
-t_not "podman --undo removes it" test -e "$D/hooks.d/oci-gpu-hook.json"
+t_not "podman --undo removes them" test -e "$D/hooks.d/oci-gpu-hook.json" -o -e "$D/hooks.d/oci-gpu-hook-poststop.json"
+# an older setup wrote only the createRuntime file: undo takes it and minds no missing poststop file
+setup podman && rm "$D/hooks.d/oci-gpu-hook-poststop.json"
+setup podman --undo
+t_is "$RC" 0 "podman --undo without the poststop file: exit 0" || t_diag "$OUT"
+t_not "and the createRuntime file is gone" test -e "$D/hooks.d/oci-gpu-hook.json"
 
 setup frobnicate
 t_is "$RC" 2 "an unknown engine is a usage error"
