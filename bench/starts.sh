@@ -47,7 +47,7 @@ bench_machine_info() {
                 sed 's/^ *//' | tr '\n' ';')
         echo "- machine: $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME"), kernel $(uname -r), $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)"
         echo "- GPUs: ${gpu:-none (fake driver or no driver)}; cgroup $cg"
-        echo "- $("$RUNC" --version | head -n 1); $("$GPU_CLI" --version 2>&1 | head -n 1); commit $(git -C "${GH_SOURCE_DIR:-.}" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+        echo "- $("$RUNC" --version | head -n 1); $("$GPU_CLI" --version 2>&1 | head -n 1); commit ${GH_BENCH_COMMIT:-$(git -C "${GH_SOURCE_DIR:-.}" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
         echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
