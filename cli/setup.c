@@ -343,27 +343,17 @@ static char *docker_version(const struct setup_opts *o)
         return NULL;
 }
 
-/* Whether a spec file is one gpu-cli wrote: its hook runs `... cdi-hook`. */
-static bool spec_is_ours(json_t *spec)
-{
-        json_t *hooks = json_object_get(json_object_get(spec, "containerEdits"), "hooks"), *h, *a;
-        size_t i, k;
-
-        json_array_foreach (hooks, i, h)
-                json_array_foreach (json_object_get(h, "args"), k, a)
-                        if (json_is_string(a) && strcmp(json_string_value(a), "cdi-hook") == 0)
-                                return true;
-        return false;
-}
-
 /* Another spec of kind nvidia.com/gpu beside ours (in its directory; for /etc/cdi or /var/run/cdi in
- * both, as CDI readers take both): a second definition of nvidia.com/gpu=all is a conflict for every
- * CDI reader.  Its path, or NULL. */
+ * both, as CDI readers take both), read as every CDI spec is (cdi-specs.h): a second definition of
+ * nvidia.com/gpu=all is a conflict for every CDI reader.  An MPS group's spec (its devices are
+ * mps-NAME) is no conflict.  Its path, or NULL. */
 static char *other_nvidia_spec(const char *ours)
 {
         _cleanup_free_ char *dir = strdup(ours);
-        const char *dirs[2] = { NULL, NULL };
-        char *slash = dir ? strrchr(dir, '/') : NULL;
+        _cleanup_error_ gh_error_t e = NULL;
+        const char *dirs[3] = { NULL, NULL, NULL };
+        char *slash = dir ? strrchr(dir, '/') : NULL, *other = NULL;
+        struct gh_cdi_set set;
 
         if (slash == NULL)
                 return NULL;
@@ -371,26 +361,17 @@ static char *other_nvidia_spec(const char *ours)
         dirs[0] = dir;
         if (strcmp(dir, GH_CDI_DIR_STATIC) == 0 || strcmp(dir, GH_CDI_DIR_DYNAMIC) == 0)
                 dirs[1] = strcmp(dir, GH_CDI_DIR_STATIC) == 0 ? GH_CDI_DIR_DYNAMIC : GH_CDI_DIR_STATIC;
-        for (size_t i = 0; i < 2 && dirs[i]; i++) {
-                _cleanup_closedir_ DIR *d = opendir(dirs[i]);
-                struct dirent *de;
-                while (d != NULL && (de = readdir(d)) != NULL) {
-                        _cleanup_free_ char *path = NULL, *text = NULL;
-                        _cleanup_error_ gh_error_t e = NULL;
-                        bool exists;
-                        size_t len = strlen(de->d_name);
-                        /* an MPS group's spec (VENDOR-CLASS-mps-NAME) defines other devices of the kind */
-                        if (de->d_name[0] == '.' || len < 5 || strstr(de->d_name, "-mps-") != NULL ||
-                            (strcmp(de->d_name + len - 5, ".json") != 0 &&
-                             strcmp(de->d_name + len - 5, ".yaml") != 0) ||
-                            asprintf(&path, "%s/%s", dirs[i], de->d_name) < 0 || strcmp(path, ours) == 0)
-                                continue;
-                        if (setup_read(path, &text, &exists, &e) == 0 && exists &&
-                            strstr(text, "nvidia.com/gpu") != NULL)
-                                return steal_pointer(&path);
-                }
+        if (gh_cdi_set_load(dirs, NULL, NULL, &set, &e) < 0)
+                return NULL;
+        for (size_t i = 0; i < set.nspecs && other == NULL; i++) {
+                const struct gh_cdi_spec *sp = &set.specs[i];
+                const char *kind = sp->doc ? json_string_value(json_object_get(sp->doc, "kind")) : NULL;
+                if (kind != NULL && strcmp(kind, "nvidia.com/gpu") == 0 && strcmp(sp->path, ours) != 0 &&
+                    sp->writer != GH_CDI_WRITER_OURS_MPS)
+                        other = strdup(sp->path);
         }
-        return NULL;
+        gh_cdi_set_free(&set);
+        return other;
 }
 
 /* Docker >= 29.2: the nvidia-cdi-hook name and our spec, so that --gpus goes through CDI. */
@@ -424,7 +405,8 @@ static int docker_cdi(const struct setup_opts *o, struct plan *p, gh_error_t *er
         if (add_change(p, o->cdi_spec, err) < 0)
                 return -1;
         c = &p->v[p->n - 1];
-        if (c->exists && (gh_cdi_spec_read(o->cdi_spec, &old, err) < 0 || !spec_is_ours(old))) {
+        if (c->exists && (gh_cdi_spec_read(o->cdi_spec, &old, err) < 0 ||
+                          gh_cdi_spec_writer(old, o->cdi_spec) != GH_CDI_WRITER_OURS)) {
                 if (old == NULL)
                         return gh_err_wrap(err, "refusing to replace it");
                 p->n--;

@@ -152,7 +152,7 @@ jq_py "$SPEC" 'json.dumps(dict(c, devices=c["devices"][1:]))' >"$SPEC.tmp" && mv
 setup29
 t_match "$OUT" "updated $SPEC" "a stale spec is refreshed"
 t_is "$(jq_py "$SPEC" 'c["devices"][0]["name"]')" 0 "... with every device again"
-echo '{"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "devices": []}' >"$D/cdi/nvidia.yaml"
+echo '{"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "devices": [{"name": "all", "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia0"}]}}]}' >"$D/cdi/nvidia.yaml"
 rm -f "$SPEC"
 setup29
 t_match "$OUT" "$D/cdi/nvidia.yaml also defines nvidia.com/gpu devices: not writing" "another spec of the kind: ours is not written beside it"
