@@ -23,8 +23,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 LOCAL=0
 [ "${1:-}" = --local ] && LOCAL=1
 . "$here/kit.sh"
-# the kit knows which commit it was built from; the tree here may be an older copy
-[ -z "${GH_BENCH_COMMIT:-}" ] && [ -f "$KIT/MANIFEST" ] && GH_BENCH_COMMIT=$(sed -n "s/^commit: //p" "$KIT/MANIFEST") && export GH_BENCH_COMMIT
 for d in "$REPO/bench" "$KIT/bench"; do [ -f "$d/starts.sh" ] && { . "$d/common.sh"; . "$d/starts.sh"; break; }; done
 BS_APPLY=$REPO/tests/helpers/cdi-apply.py
 [ -f "$BS_APPLY" ] || BS_APPLY=$KIT/tests/helpers/cdi-apply.py

@@ -15,6 +15,9 @@ if [ -z "${GH_BUILD_DIR:-}" ] && [ -x "$KIT/bin/gpu-cli" ]; then
         KIT_MODE=kit
         export GPU_CLI=$KIT/bin/gpu-cli GPU_HOOK=$KIT/bin/gpu-hook RUNC=$KIT/bin/runc BUSYBOX=$KIT/bin/busybox
         [ -x "$KIT/bin/time" ] && export GH_TIME=$KIT/bin/time
+        # the commit the kit was built from, for the benchmarks' tables (the tree here may be older)
+        [ -z "${GH_BENCH_COMMIT:-}" ] && GH_BENCH_COMMIT=$(sed -n 's/^commit: //p' "$KIT/MANIFEST" 2>/dev/null) &&
+                export GH_BENCH_COMMIT
         # The kit's runc finds libseccomp through a fixed RPATH there (prepare.sh says why).
         if [ "$(id -u)" -eq 0 ]; then
                 mkdir -p /run/gpukit/lib && cp -f "$KIT"/lib/*.so* /run/gpukit/lib/ 2>/dev/null
