@@ -63,22 +63,24 @@ static void generate_usage(FILE *out)
 
 static void list_usage(FILE *out)
 {
-        fprintf(out, "Usage: gpu-cli [--root=DIR] cdi list [--json|--quiet] [--cdi-dir=DIR]... [FILE...]\n"
-                     "\n"
-                     "Every device the CDI specs offer, whoever wrote them, as a runtime resolves them: the .json\n"
-                     "and .yaml files in /etc/cdi and /var/run/cdi (or each --cdi-dir, in order; a later directory\n"
-                     "wins), or the FILEs.  A table DEVICE (VENDOR/CLASS=NAME), WRITER (gpu-hook, gpu-hook-mps,\n"
-                     "nvidia-ctk, device-plugin, dra-driver, unknown), STATE and SPEC.  STATE: ok; stale (the spec\n"
-                     "names another driver version than the loaded one, a device number or a host path this host\n"
-                     "does not have); overridden (a later directory's spec defines it again); conflict (two specs of\n"
-                     "one directory define it: runtimes refuse it).  Why a spec is stale and the command that\n"
-                     "writes it again, and specs that cannot be read, are said on stderr, one line each.\n"
-                     "\n"
-                     "  --json     {\"devices\": [{name, spec, writer, state}], \"specs\": [{path, priority, kind,\n"
-                     "             writer, devices, error, stale, fix}]}\n"
-                     "  --quiet    only the names of the devices a runtime can use, one a line\n"
-                     "\n"
-                     "Exit status: 0 success, 1 a FILE is not a readable CDI spec, 2 usage error.\n");
+        fprintf(out,
+                "Usage: gpu-cli [--root=DIR] cdi list [--json|--quiet] [--cdi-dir=DIR]... [FILE...]\n"
+                "\n"
+                "Every device the CDI specs offer, whoever wrote them, as a runtime resolves them: the .json\n"
+                "and .yaml files in /etc/cdi and /var/run/cdi (or each --cdi-dir, in order; a later directory\n"
+                "wins), or the FILEs.  A table DEVICE (VENDOR/CLASS=NAME), WRITER (gpu-hook, gpu-hook-mps,\n"
+                "nvidia-ctk, device-plugin, dra-driver, unknown), STATE and SPEC.  STATE: ok; stale (the spec\n"
+                "names another driver version than the loaded one, a device number or a host path this host\n"
+                "does not have); no-hook (a hook program the spec runs is missing or cannot run: its\n"
+                "containers fail to start); overridden (a later directory's spec defines it again); conflict (two specs of\n"
+                "one directory define it: runtimes refuse it).  Why a spec is stale and the command that\n"
+                "writes it again, and specs that cannot be read, are said on stderr, one line each.\n"
+                "\n"
+                "  --json     {\"devices\": [{name, spec, writer, state}], \"specs\": [{path, priority, kind,\n"
+                "             writer, devices, error, stale, fix, hook_error}]}\n"
+                "  --quiet    only the names of the devices a runtime can use, one a line\n"
+                "\n"
+                "Exit status: 0 success, 1 a FILE is not a readable CDI spec, 2 usage error.\n");
 }
 
 static void cdi_usage(FILE *out)
@@ -357,6 +359,7 @@ static const char *device_state(const struct gh_cdi_set *set, const struct gh_cd
 {
         return d->state == GH_CDI_DEVICE_CONFLICT     ? "conflict"
                : d->state == GH_CDI_DEVICE_OVERRIDDEN ? "overridden"
+               : set->specs[d->spec].hook             ? "no-hook"
                : set->specs[d->spec].stale            ? "stale"
                                                       : "ok";
 }
@@ -385,6 +388,11 @@ static void list_problems(const struct gh_cdi_set *set)
                 else if (sp->stale)
                         fprintf(stderr, "gpu-cli: cdi list: %s (%s) is stale: %s; %s\n", p ? p : "?",
                                 gh_cdi_writer_name(sp->writer), sp->stale, sp->fix ? sp->fix : "write it again");
+                if (sp->hook)
+                        fprintf(stderr,
+                                "gpu-cli: cdi list: %s (%s): its hook cannot run: %s; install that program or write "
+                                "the spec again\n",
+                                p ? p : "?", gh_cdi_writer_name(sp->writer), sp->hook);
         }
         gh_cdi_set_conflicts(set, print_conflict, NULL);
 }
@@ -409,10 +417,10 @@ static json_t *list_json(const struct gh_cdi_set *set)
         for (size_t i = 0; specs && i < set->nspecs; i++) {
                 const struct gh_cdi_spec *sp = &set->specs[i];
                 const char *kind = sp->doc ? json_string_value(json_object_get(sp->doc, "kind")) : NULL;
-                json_t *o =
-                        json_pack("{s:s, s:i, s:s?, s:s, s:I, s:s?, s:s?, s:s?}", "path", sp->path, "priority",
-                                  sp->priority, "kind", kind, "writer", gh_cdi_writer_name(sp->writer), "devices",
-                                  (json_int_t) sp->ndevices, "error", sp->error, "stale", sp->stale, "fix", sp->fix);
+                json_t *o = json_pack("{s:s, s:i, s:s?, s:s, s:I, s:s?, s:s?, s:s?, s:s?}", "path", sp->path,
+                                      "priority", sp->priority, "kind", kind, "writer", gh_cdi_writer_name(sp->writer),
+                                      "devices", (json_int_t) sp->ndevices, "error", sp->error, "stale", sp->stale,
+                                      "fix", sp->fix, "hook_error", sp->hook);
                 if (o == NULL || json_array_append_new(specs, o) < 0) {
                         json_decref(specs);
                         specs = NULL;
@@ -484,7 +492,7 @@ static int cdi_list(int argc, char **argv, const struct cli_globals *g)
                         r = GH_EXIT_FAILURE;
         } else if (quiet) {
                 for (size_t i = 0; i < set.ndevices; i++)
-                        if (set.devices[i].state == GH_CDI_DEVICE_OK)
+                        if (set.devices[i].state == GH_CDI_DEVICE_OK && set.specs[set.devices[i].spec].hook == NULL)
                                 printf("%s\n", set.devices[i].name);
         } else {
                 list_table(&set);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "cdi-hook.h"
 #include "cdi-specs.h"
 #include "cdi.h"
 #include "cleanup.h"
@@ -55,6 +56,20 @@ static bool hook_paths(json_t *edits, void *vctx)
                         c->paths[c->n++] = path;
         }
         return c->n < c->max;
+}
+
+char *gh_cdi_spec_hook_broken(json_t *doc)
+{
+        const char *paths[16];
+        size_t n = gh_cdi_spec_hook_paths(doc, paths, GH_ARRAY_SIZE(paths));
+        char why[PATH_MAX + 128];
+
+        for (size_t i = 0; i < n; i++) {
+                enum gh_hook_binary b = gh_cdi_hook_binary(paths[i], NULL, why, sizeof(why));
+                if (b == GH_HOOK_BINARY_MISSING || b == GH_HOOK_BINARY_NOT_EXEC)
+                        return gh_cdi_printable(why, sizeof(why));
+        }
+        return NULL;
 }
 
 size_t gh_cdi_spec_hook_paths(json_t *doc, const char **paths, size_t max)

@@ -310,6 +310,7 @@ static int add_spec(struct gh_cdi_set *set, const char *path, int priority, cons
         }
         s->writer = gh_cdi_spec_writer(s->doc, path);
         s->stale = gh_cdi_spec_stale(s->doc, driver_version);
+        s->hook = gh_cdi_spec_hook_broken(s->doc);
         if (s->stale != NULL)
                 s->fix = gh_cdi_spec_fix(s->doc, path, s->writer);
         s->ndevices = json_array_size(json_object_get(s->doc, "devices"));
@@ -463,6 +464,7 @@ void gh_cdi_set_free(struct gh_cdi_set *set)
                 free(set->specs[i].path);
                 free(set->specs[i].error);
                 free(set->specs[i].stale);
+                free(set->specs[i].hook);
                 free(set->specs[i].fix);
                 json_decref(set->specs[i].doc);
         }

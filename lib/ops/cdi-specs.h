@@ -50,6 +50,7 @@ struct gh_cdi_spec {
         json_t *doc;
         enum gh_cdi_writer writer;
         char *stale;     /* why it no longer matches this host (NULL: it does) */
+        char *hook;      /* why one of its hook programs cannot run (NULL: they can, or it has none) */
         char *fix;       /* the command that writes it again */
         size_t ndevices; /* devices it defines */
 };
@@ -92,6 +93,11 @@ void gh_cdi_set_free(struct gh_cdi_set *set);
 /* The distinct hook programs ("path") the spec's hooks run, top-level and per device, at most max;
  * the strings point into doc.  Returns how many. */
 size_t gh_cdi_spec_hook_paths(json_t *doc, const char **paths, size_t max);
+
+/* Why a hook program of doc cannot run (missing, not an executable file: every container given
+ * one of its devices then fails to start), for the first such program; NULL when all can.  The
+ * caller frees. */
+char *gh_cdi_spec_hook_broken(json_t *doc);
 
 /* Why doc no longer matches the host: a driver version in its paths or hook arguments other than
  * driver_version (NULL: not checked), a device node whose major:minor differs from the host's, a

@@ -17,8 +17,6 @@
 #include "cdi-specs.h"
 #include "cleanup.h"
 #include "cdi.h"
-#include "cdi-hook.h"
-#include "config.h" /* the build's: GPUHOOK_NVHOOK_PATH */
 #include "devchar.h"
 #include "discover.h"
 #include "doctor-internal.h"
@@ -374,38 +372,6 @@ static void add_conflict(const struct gh_cdi_set *set, size_t a, size_t b, const
         (*c->problems)++;
 }
 
-/* The hook programs a readable spec runs (cdi-hook.h's gh_cdi_hook_binary): one warning per program
- * that is missing or cannot run, since every container given a device of the spec then fails at
- * createContainer.  Returns how many warnings. */
-static size_t check_cdi_hooks(const struct gh_cdi_spec *sp, const char *printable, struct gh_doctor *d)
-{
-        char self[PATH_MAX], why[PATH_MAX + 128];
-        const char *ours[3] = { GPUHOOK_NVHOOK_PATH, NULL, NULL }, *paths[16];
-        size_t n = gh_cdi_spec_hook_paths(sp->doc, paths, GH_ARRAY_SIZE(paths)), bad = 0;
-        ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-        if (len > 0) {
-                self[len] = '\0';
-                ours[1] = self;
-        }
-        for (size_t i = 0; i < n; i++) {
-                enum gh_hook_binary b = gh_cdi_hook_binary(paths[i], ours, why, sizeof(why));
-                _cleanup_free_ char *w = gh_cdi_printable(why, sizeof(why));
-                if (b != GH_HOOK_BINARY_MISSING && b != GH_HOOK_BINARY_NOT_EXEC) {
-                        gh_debug("doctor: %s: %s", printable ? printable : "?", w ? w : "?");
-                        continue;
-                }
-                gh_doctor_add(d, "cdi", GH_CHECK_WARN,
-                              "The spec's createContainer hook cannot run, so every container given one of its "
-                              "devices fails to start.",
-                              "install the program it names (NVIDIA's toolkit, or gpu-hook's nvidia-cdi-hook: "
-                              "gpu-cli setup docker, or -Dnvidia_cdi_hook_name=true), or write the spec again",
-                              "%s: %s", printable ? printable : "?", w ? w : "?");
-                bad++;
-        }
-        return bad;
-}
-
 /* Every CDI spec, whoever wrote it (cdi-specs.h): one warning per spec that cannot be read, is
  * stale for the loaded driver, or defines a device that another spec of its directory defines too. */
 static void check_cdi(const struct gh_doctor_opts *o, const char *version, struct gh_doctor *d)
@@ -437,7 +403,14 @@ static void check_cdi(const struct gh_doctor_opts *o, const char *version, struc
                                  gh_cdi_writer_name(sp->writer));
                         gh_doctor_add(d, "cdi", GH_CHECK_WARN, cause, sp->fix, "%s: %s", p ? p : "?", sp->stale);
                         problems++;
-                } else if (check_cdi_hooks(sp, p, d) > 0) {
+                } else if (sp->hook) {
+                        gh_doctor_add(d, "cdi", GH_CHECK_WARN,
+                                      "The spec's createContainer hook cannot run, so every container given one of "
+                                      "its devices fails to start.",
+                                      "install the program it names (NVIDIA's toolkit, or gpu-hook's "
+                                      "nvidia-cdi-hook: gpu-cli setup docker, or -Dnvidia_cdi_hook_name=true), or "
+                                      "write the spec again",
+                                      "%s: %s", p ? p : "?", sp->hook);
                         problems++;
                 } else {
                         size_t used = strlen(ev);

@@ -55,9 +55,22 @@ t_is "$("$GH_PYTHON" -c 'import json,sys; j=json.load(open(sys.argv[1])); print(
         "--json: every spec with its writer, none stale"
 t_match "$(doctor_cdi --cdi-dir="$T/etc" --cdi-dir="$T/run")" "^ok +cdi +5 CDI spec\\(s\\), current for driver $V: nvidia.yaml \\(nvidia-ctk\\)" "doctor: five specs, current"
 
+# a spec whose hook program is missing: its devices cannot start (no-hook), said on stderr, in --json
+mkdir -p "$T/nohook"
+fs --writer=nvidia-ctk --hook="$T/bin/gone/nvidia-cdi-hook" --output="$T/nohook/nvidia.yaml"
+list "$T/nohook"
+t_is "$(row nvidia.com/gpu=all)" "nvidia-ctk no-hook $T/nohook/nvidia.yaml" "a missing hook program: its devices are no-hook"
+t_match "$(cat "$T/err")" "^gpu-cli: cdi list: $T/nohook/nvidia.yaml \\(nvidia-ctk\\): its hook cannot run: $T/bin/gone/nvidia-cdi-hook does not exist" \
+        "... and stderr names the program"
+t_is "$(cli cdi list --quiet --cdi-dir="$T/nohook" | wc -l)" 0 "--quiet: no device a runtime can use"
+cli cdi list --json --cdi-dir="$T/nohook" >"$T/nohook.json"
+t_match "$("$GH_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["specs"][0]["hook_error"])' "$T/nohook.json")" \
+        "nvidia-cdi-hook does not exist" "--json: hook_error"
+t_match "$(doctor_cdi --cdi-dir="$T/nohook")" "^warn +cdi +$T/nohook/nvidia.yaml: $T/bin/gone/nvidia-cdi-hook does not exist" "doctor: the same spec, a warning"
+
 # nvidia-ctk's JSON form and its older hook (nvidia-ctk hook ...), an MPS group's spec of ours
 mkdir -p "$T/j"
-fs --writer=nvidia-ctk --format=json --hook=/usr/bin/nvidia-ctk --output="$T/j/nvidia.json"
+fs --writer=nvidia-ctk --format=json --hook="$T/bin/nvidia-ctk" --output="$T/j/nvidia.json"
 list "$T/j"
 t_is "$(row nvidia.com/gpu=1)" "nvidia-ctk ok $T/j/nvidia.json" "nvidia-ctk's JSON spec with 'nvidia-ctk hook' hooks"
 mkdir -p "$T/m"
@@ -75,9 +88,9 @@ t_is "$(row nvidia.com/gpu=mps-team)" "gpu-hook-mps ok $T/m/nvidia.com-gpu-mps-t
 # stale after a driver upgrade: each writer, the command that writes it again
 
 mkdir -p "$T/old"
-fs --writer=nvidia-ctk --version=$OLD --output="$T/old/nvidia.yaml"
-fs --writer=device-plugin --version=$OLD --output="$T/old/k8s.device-plugin.nvidia.com-gpu.json"
-fs --writer=dra-base --version=$OLD --output="$T/old/k8s.gpu.nvidia.com-device_base.yaml"
+fs --writer=nvidia-ctk --hook="$T/bin/nvidia-cdi-hook" --version=$OLD --output="$T/old/nvidia.yaml"
+fs --writer=device-plugin --hook="$T/bin/nvidia-ctk" --version=$OLD --output="$T/old/k8s.device-plugin.nvidia.com-gpu.json"
+fs --writer=dra-base --hook="$T/bin/nvidia-cdi-hook" --version=$OLD --output="$T/old/k8s.gpu.nvidia.com-device_base.yaml"
 sed "s/$V/$OLD/g" "$T/run/example.com-gpu.json" >"$T/old/example.com-gpu.json"
 list "$T/old"
 t_is "$(row nvidia.com/gpu=0)" "nvidia-ctk stale $T/old/nvidia.yaml" "an old nvidia-ctk spec: stale"
@@ -94,13 +107,13 @@ t_match "$(grep -A2 'nvidia.yaml: it names' "$T/doc")" "fix: +nvidia-ctk cdi gen
 
 # only --host-driver-version differs (the files are today's)
 mkdir -p "$T/hdv"
-fs --writer=nvidia-ctk --output="$T/hdv/nvidia.yaml"
+fs --writer=nvidia-ctk --hook="$T/bin/nvidia-cdi-hook" --output="$T/hdv/nvidia.yaml"
 sed -i "s/--host-driver-version=$V/--host-driver-version=$OLD/" "$T/hdv/nvidia.yaml"
 list "$T/hdv"
 t_match "$(cat "$T/err")" "is stale: it names driver $OLD \\(--host-driver-version=$OLD\\)" "a --host-driver-version= of another driver is stale"
 # the version is right, a file is gone
 mkdir -p "$T/gone"
-fs --writer=device-plugin --format=json --output="$T/gone/k8s.device-plugin.nvidia.com-gpu.json"
+fs --writer=device-plugin --hook="$T/bin/nvidia-ctk" --format=json --output="$T/gone/k8s.device-plugin.nvidia.com-gpu.json"
 sed -i "s|$T/drv/usr/bin/nvidia-smi|$T/drv/usr/bin/nvidia-smi-gone|" "$T/gone/k8s.device-plugin.nvidia.com-gpu.json"
 list "$T/gone"
 t_match "$(cat "$T/err")" "is stale: $T/drv/usr/bin/nvidia-smi-gone does not exist" "a hostPath that does not exist is stale"
@@ -128,7 +141,7 @@ t_ok "cdi list without a driver" "$GPU_CLI" --root="$T/none" cdi list --cdi-dir=
 # resolution: priority, conflicts, .yml
 
 mkdir -p "$T/p0" "$T/p1"
-fs --writer=nvidia-ctk --output="$T/p0/nvidia.yaml"
+fs --writer=nvidia-ctk --hook="$T/bin/nvidia-cdi-hook" --output="$T/p0/nvidia.yaml"
 cli cdi generate --output="$T/p1/nvidia.com-gpu.json"
 list "$T/p0" "$T/p1"
 t_is "$(row nvidia.com/gpu=all | sort | tr '\n' ' ')" "gpu-hook ok $T/p1/nvidia.com-gpu.json nvidia-ctk overridden $T/p0/nvidia.yaml " \
