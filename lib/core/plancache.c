@@ -220,7 +220,8 @@ int gh_plan_from_text(const char *text, size_t len, struct gh_plan *p, gh_error_
             get_str(&r, gh_json_get(&d, 0, "libdir32"), sizeof(p->layout.libdir32) - 1, &libdir32) < 0 ||
             get_str(&r, gh_json_get(&d, 0, "params"), 1 << 16, &p->params) < 0 ||
             get_str(&r, gh_json_get(&d, 0, "proc_version"), 1 << 16, &p->version) < 0 ||
-            get_str(&r, gh_json_get(&d, 0, "registry"), 1 << 16, &p->registry) < 0 || count(&d, flags) != 4)
+            get_str(&r, gh_json_get(&d, 0, "registry"), 1 << 16, &p->registry) < 0 ||
+            (count(&d, flags) != 4 && bad(&r, "the flags have the wrong shape") < 0))
                 goto out;
         for (size_t i = 0; i < 4; i++)
                 if (get_uint(&r, elem(&d, flags, i), 1, &fl[i]) < 0)
@@ -273,7 +274,8 @@ int gh_plan_from_text(const char *text, size_t len, struct gh_plan *p, gh_error_
         }
         for (int c = elem(&d, libs, 0); c >= 0; c = d.v[c].next) {
                 struct gh_plan_lib *l = &p->libs[p->nlibs++];
-                if (count(&d, c) != 3 || get_str(&r, elem(&d, c, 0), 256, &l->soname) < 0 ||
+                if ((count(&d, c) != 3 && bad(&r, "a library entry has the wrong shape") < 0) ||
+                    get_str(&r, elem(&d, c, 0), 256, &l->soname) < 0 ||
                     get_str(&r, elem(&d, c, 1), 4096, &l->path) < 0 || get_uint(&r, elem(&d, c, 2), 1, &x[0]) < 0)
                         goto out;
                 if (l->soname == NULL || !plain_path(l->path)) {
@@ -284,7 +286,8 @@ int gh_plan_from_text(const char *text, size_t len, struct gh_plan *p, gh_error_
         }
         for (int c = elem(&d, rules, 0); c >= 0; c = d.v[c].next) {
                 struct gh_dev_rule *rule = &p->rules[p->nrules++];
-                if (count(&d, c) != 3 || get_uint(&r, elem(&d, c, 0), 0xff, &x[0]) < 0 ||
+                if ((count(&d, c) != 3 && bad(&r, "a device rule has the wrong shape") < 0) ||
+                    get_uint(&r, elem(&d, c, 0), 0xff, &x[0]) < 0 ||
                     get_uint(&r, elem(&d, c, 1), 0xffffffffu, &x[1]) < 0 ||
                     get_uint(&r, elem(&d, c, 2), 0xffffffffu, &x[2]) < 0)
                         goto out;

@@ -300,12 +300,17 @@ static void test_kept_plan(void)
                 { ",0]],\"proc_gpus\"", ",1]],\"proc_gpus\"", "an item that names a host path" },
                 { "\"/dev/nvidiactl\",\"/dev/nvidiactl\"", "\"/dev/nvidiactl\",\"/dev/nvidia0\"",
                   "a device node placed elsewhere" },
+                /* found by fuzz-plan: a list of the wrong length was left without an error */
+                { "\"libs\":[[\"", "\"libs\":[[\"x\",\"", "a library entry with an extra element" },
+                { "\"rules\":[[99,195,", "\"rules\":[[99,99,195,", "a device rule with an extra element" },
+                { "\"flags\":[1,", "\"flags\":[1,1,", "five flags" },
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-                char *at = strstr(text, bad[i].from), *forged;
-                if (!ok(at != NULL, "kept: the text has %s to forge", bad[i].from))
+                const char *from = bad[i].from ? bad[i].from : ""; /* (GCC's sanitizer build cannot see it is set) */
+                char *at = strstr(text, from), *forged;
+                if (!ok(at != NULL, "kept: the text has %s to forge", from))
                         continue;
-                if (asprintf(&forged, "%.*s%s%s", (int) (at - text), text, bad[i].to, at + strlen(bad[i].from)) < 0)
+                if (asprintf(&forged, "%.*s%s%s", (int) (at - text), text, bad[i].to, at + strlen(from)) < 0)
                         continue;
                 gh_error_free(&err);
                 ok(gh_plan_from_text(forged, strlen(forged), &q, &err) < 0 && err && q.items == NULL,
