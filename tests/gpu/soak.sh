@@ -16,8 +16,9 @@
 # driver: cuda-probe) instead of /bin/true and must pass.  Each start gets its own rootfs (a hard-link
 # copy of one template; the template's checksum must not change, so nothing wrote into an image file
 # in place).  Reported per kind: p50, p90, p99, max of the wall time of `runc run` (and the CPU time
-# of runc and all it waited for, when tests/helpers/timed-run is there); p99 of each GPU kind against
-# plain's.  Checked after the last start (TAP): no start failed; the host mount table is as before;
+# of runc and all it waited for, when tests/helpers/timed-run is there) over the /bin/true starts
+# (the probe starts are reported apart: CUDA's start-up would be every GPU path's p99); p99 of each GPU
+# kind against plain's.  Checked after the last start (TAP): no start failed; the host mount table is as before;
 # no process of ours is left (runc, gpu-cli, gpu-hook, gpu-runtime, anything rooted in our temp dir);
 # /run/gpu-hook holds the same files as before; the number of cgroup device programs the kernel
 # holds (bpftool prog show) is as before (a program attached to a cgroup that is gone stays loaded
@@ -213,7 +214,7 @@ RESULTS=$T/results
 : >"$RESULTS"
 
 # one_start I KIND: a fresh rootfs and bundle, one timed start, the container deleted, a result line
-# "I KIND RC WALL_US CPU_US PROBE_OK" appended (one write: lines of parallel starts do not mix).
+# "I KIND RC WALL_US CPU_US PROBE_OK" appended (PROBE_OK: - for a /bin/true start) (one write: lines of parallel starts do not mix).
 one_start() {
         local i=$1 k=$2 d=$T/j/$1 cmd=true rt=$RUNC id="soak-$$-$1" rc w c t0 t1 probe=-
         [ $k != plain ] && [ -n "$PROBE_SRC" ] && [ $((i % 50)) = 0 ] && cmd=probe
@@ -272,8 +273,11 @@ names = {"plain": "plain (no hook)", "hook": "gpu-hook (all + cuda>=12.0)", "cdi
 p99 = {}
 print("| path | starts | failed | p50 ms | p90 ms | p99 ms | max ms | CPU p50 ms | CPU p99 ms |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+# The percentiles are over the /bin/true starts only: a start that runs the probe (CUDA's first
+# context on the GPU machine, ~0.5 s) is a workload, not start time, and at one in 50 GPU starts
+# it would be the p99 of every GPU path.  Those starts are counted and reported apart below.
 for k in kinds:
-    r = [x for x in rows if x[1] == k]
+    r = [x for x in rows if x[1] == k and x[5] == "-"]
     ok = [x for x in r if x[2] == "0"]
     w = [int(x[3]) / 1000 for x in ok]
     c = [int(x[4]) / 1000 for x in ok if x[4] != "-"]
@@ -284,8 +288,11 @@ for k in kinds:
     cpu = ("%.1f | %.1f" % (pct(c, 50), pct(c, 99))) if c else "- | -"
     print("| %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %s |" % (names[k], len(r), len(r) - len(ok), pct(w, 50),
           pct(w, 90), p99[k], max(w), cpu))
+pr = sorted(int(x[3]) / 1000 for x in rows if x[5] != "-" and x[2] == "0")
+if pr:
+    print("starts that ran the probe (left out above): %d, wall p50 %.1f ms, max %.1f" % (len(pr), pct(pr, 50), pr[-1]))
 if "plain" in p99:
-    print("p99 against plain's: " + ", ".join("%s %.2fx" % (k, p99[k] / p99["plain"]) for k in kinds[1:] if k in p99)
+    print("p99 of /bin/true starts against plain's: " + ", ".join("%s %.2fx" % (k, p99[k] / p99["plain"]) for k in kinds[1:] if k in p99)
           + " (target: <= 2x)")
 PY
 
