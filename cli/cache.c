@@ -1,4 +1,4 @@
-/* gpu-cli cache refresh|show|clear: the driver-state cache (lib/ops/statecache.h, docs/statecache.md). */
+/* gpu-cli cache refresh|show|clear: the driver-state cache (lib/front/statecache.h, docs/statecache.md). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>

@@ -1,10 +1,12 @@
-/* gpu-hook front end: main.c reads the input and decides, spawn.c runs gpu-cli configure. */
+/* gpu-hook front end: main.c reads the input and decides, configure.c configures the container in
+ * this process, spawn.c runs `gpu-cli configure` instead when the configuration asks ("cli.exec"). */
 #ifndef GH_HOOK_H
 #define GH_HOOK_H
 
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "configure.h"
 #include "env.h"
 #include "error.h"
 #include "hookconfig.h"
@@ -15,6 +17,12 @@
 
 /* The fd gpu-cli configure writes its phase timings to (--timings-fd), when the hook logs. */
 #define GH_HOOK_TIMINGS_FD 3
+
+/* Configures the container (pid, rootfs) for req in this process (configure.c): req gets the
+ * driver-state cache the configuration names, the environment becomes GH_HOOK_CHILD_PATH alone, and
+ * "cli.debug" is opened unless debug_open (--debug was).  Returns gh_configure()'s result. */
+int gh_hook_configure(const struct gh_config *cfg, struct gh_request *req, pid_t pid, const char *rootfs,
+                      bool debug_open, struct gh_configure_timings *t, gh_error_t *err);
 
 /* Builds the `gpu-cli ... configure --pid=PID <request> ROOTFS` argv (NULL-terminated; free with
  * gh_strvfreep).  debug overrides cfg->cli.debug when not NULL; timings adds

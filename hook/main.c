@@ -1,7 +1,8 @@
 /* gpu-hook: the OCI createRuntime/prestart hook.
  *
  * Reads the OCI state on stdin, the bundle's config.json and gpu-hook's configuration, decides from
- * the container's environment whether (and how) it gets a GPU, and runs `gpu-cli configure` for it.
+ * the container's environment whether (and how) it gets a GPU, and configures it (configure.c; or runs
+ * `gpu-cli configure` for it, spawn.c).
  * Nothing here depends on the hook's own environment: a runtime may pass it the container's, and
  * the container's is chosen by whoever built the image. */
 #include <errno.h>
@@ -150,21 +151,49 @@ static int poststop(const struct options *o)
         return GH_EXIT_OK;
 }
 
-/* gpu-cli configure's own phases (its --timings-fd line), as parts of the log's "configure": exec
- * (spawn to gpu-cli's main: fork, exec, dynamic loading), setup (option parsing, the request),
- * configure's phases, other (what they leave out: capability switches, leaving the namespace,
- * freeing), exit (gpu-cli's exit and its reaping).  A line that is missing or malformed adds nothing. */
-static void log_configure_parts(struct gh_hooklog *log, const struct gh_hook_timings *ht)
+/* configure's phases, as parts of the log's "configure" (the same names however it ran): driver,
+ * gpus, plan, open, enter, apply, ldcache, cgroup, and other (what they leave out: capability
+ * switches, leaving the namespace, freeing). */
+static void log_phase_parts(struct gh_hooklog *log, const long v[8], long whole)
 {
-        static const char *const keys[] = { "started", "begin", "end",   "driver",  "gpus",  "plan",
-                                            "open",    "enter", "apply", "ldcache", "cgroup" };
         static const char *const names[] = { "configure.driver",  "configure.gpus",  "configure.plan",
                                              "configure.open",    "configure.enter", "configure.apply",
                                              "configure.ldcache", "configure.cgroup" };
+        long parts = 0;
+
+        for (size_t i = 0; i < 8; i++) {
+                gh_hooklog_add(log, names[i], v[i]);
+                parts += v[i];
+        }
+        gh_hooklog_add(log, "configure.other", whole - parts);
+}
+
+/* The parts of a configure that ran here, from gh_configure()'s timings (the same arithmetic as
+ * gpu-cli's --timings-fd line). */
+static void log_inprocess_parts(struct gh_hooklog *log, const struct gh_configure_timings *t)
+{
+        const long v[8] = { t->discover_us - t->gpus_us,
+                            t->gpus_us,
+                            t->plan_us - t->open_us,
+                            t->open_us,
+                            t->enter_us,
+                            t->mount_us - t->enter_us,
+                            t->ldcache_us,
+                            t->cgroup_us };
+        log_phase_parts(log, v, t->total_us);
+}
+
+/* An exec'd gpu-cli configure's own phases (its --timings-fd line), and around them: exec (spawn to
+ * gpu-cli's main: fork, exec, dynamic loading), setup (option parsing, the request), exit (gpu-cli's
+ * exit and its reaping).  A line that is missing or malformed adds nothing. */
+static void log_exec_parts(struct gh_hooklog *log, const struct gh_hook_timings *ht)
+{
+        static const char *const keys[] = { "started", "begin", "end",   "driver",  "gpus",  "plan",
+                                            "open",    "enter", "apply", "ldcache", "cgroup" };
         long long v[sizeof(keys) / sizeof(keys[0])];
         const char *p = ht->line;
         unsigned seen = 0;
-        long long parts = 0;
+        long parts[8];
 
         while (*p != '\0' && *p != '\n') {
                 size_t kl = strcspn(p, "=");
@@ -186,12 +215,37 @@ static void log_configure_parts(struct gh_hooklog *log, const struct gh_hook_tim
                 return;
         gh_hooklog_add(log, "configure.exec", (long) (v[0] - ht->spawned_us));
         gh_hooklog_add(log, "configure.setup", (long) (v[1] - v[0]));
-        for (size_t i = 3; i < sizeof(keys) / sizeof(keys[0]); i++) {
-                gh_hooklog_add(log, names[i - 3], (long) v[i]);
-                parts += v[i];
-        }
-        gh_hooklog_add(log, "configure.other", (long) (v[2] - v[1] - parts));
+        for (size_t i = 0; i < 8; i++)
+                parts[i] = (long) v[i + 3];
+        log_phase_parts(log, parts, (long) (v[2] - v[1]));
         gh_hooklog_add(log, "configure.exit", (long) (ht->reaped_us - v[2]));
+}
+
+/* `gpu-cli configure` run as a child ("cli.exec"): its status (> 0 when it failed, its last
+ * stderr line then in the log), or -1 when it could not be run. */
+static int configure_exec(const struct options *o, const struct gh_config *cfg, struct gh_request *req,
+                          const struct gh_oci_state *state, const struct gh_oci_spec *spec, struct gh_hooklog *log,
+                          gh_error_t *err)
+{
+        _cleanup_strv_ char **argv = NULL;
+        _cleanup_free_ char *last = NULL;
+        struct gh_hook_timings ht;
+        int r;
+
+        argv = gh_hook_configure_argv(cfg, req, state->pid, spec->rootfs, o->debug, cfg->log.file != NULL, err);
+        if (argv == NULL)
+                return -1;
+        gh_debug("running %s configure for %s", argv[0], spec->rootfs);
+        r = gh_hook_run(argv, cfg->log.file != NULL ? &ht : NULL, &last, err);
+        gh_hooklog_phase(log, "configure");
+        if (cfg->log.file != NULL)
+                log_exec_parts(log, &ht);
+        if (r > 0) {
+                /* gpu-cli already told the user on stderr; the log keeps its last line. */
+                log->exit_code = r;
+                gh_hooklog_set_error(log, last ? last : "gpu-cli configure failed");
+        }
+        return r;
 }
 
 /* Everything up to the decision; fills what the log and the caller need. */
@@ -201,9 +255,6 @@ static int run(const struct options *o, struct gh_config *cfg, struct gh_hooklog
         struct gh_oci_spec spec = { 0 };
         struct gh_env_decision d = { 0 };
         _cleanup_request_ struct gh_request req = GH_REQUEST_INIT;
-        _cleanup_strv_ char **argv = NULL;
-        _cleanup_free_ char *last = NULL;
-        struct gh_hook_timings ht;
         int r = -1;
 
         if (gh_config_load(cfg, o->config ? o->config : GPUHOOK_DEFAULT_CONFIG, err) < 0) {
@@ -249,19 +300,19 @@ static int run(const struct options *o, struct gh_config *cfg, struct gh_hooklog
                            "the OCI state has no container pid; gpu-hook must run as a createRuntime or prestart hook");
                 goto out;
         }
-        argv = gh_hook_configure_argv(cfg, &req, state.pid, spec.rootfs, o->debug, cfg->log.file != NULL, err);
-        if (argv == NULL)
-                goto out;
-        gh_debug("running %s configure for %s", argv[0], spec.rootfs);
-        r = gh_hook_run(argv, cfg->log.file != NULL ? &ht : NULL, &last, err);
-        gh_hooklog_phase(log, "configure");
-        if (cfg->log.file != NULL)
-                log_configure_parts(log, &ht);
-        if (r > 0) {
-                /* gpu-cli already told the user on stderr; the log keeps its last line. */
-                log->exit_code = r;
-                gh_hooklog_set_error(log, last ? last : "gpu-cli configure failed");
-        } else if (r == 0) {
+        if (cfg->cli.exec) {
+                r = configure_exec(o, cfg, &req, &state, &spec, log, err);
+        } else {
+                struct gh_configure_timings t;
+                gh_debug("configuring %s (pid %d)", spec.rootfs, (int) state.pid);
+                r = gh_hook_configure(cfg, &req, state.pid, spec.rootfs, o->debug != NULL, &t, err);
+                gh_hooklog_phase(log, "configure");
+                log_inprocess_parts(log, &t);
+                if (r == 0)
+                        gh_debug("configure done in %ld us (%zu items, %s)", t.total_us, t.items,
+                                 gh_gpus_origin_name(t.gpus_origin));
+        }
+        if (r == 0) {
                 log->result = "configured";
                 record_container(cfg, &state, &spec);
                 gh_hooklog_phase(log, "record");

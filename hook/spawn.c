@@ -1,9 +1,6 @@
-/* Running gpu-cli configure from the hook.
- *
- * Why exec and not the library: one privileged code path (the manual `gpu-cli configure --pid`
- * that users script against is exactly what the hook runs), and the hook stays a small program
- * that loads nothing heavy for the many containers that ask for no GPU.  The price is one
- * posix_spawn (about a millisecond) for GPU containers only. */
+/* Running `gpu-cli configure` from the hook, when the configuration asks for it ("cli": {"exec":
+ * true}, with "path" the program): for a site that wraps gpu-cli, or to compare.  By default the hook
+ * configures in its own process (configure.c), which saves this process start. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>

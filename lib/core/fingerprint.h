@@ -1,4 +1,4 @@
-/* The driver-state fingerprint: what the driver-state cache (ops/statecache.h) is keyed by.  The
+/* The driver-state fingerprint: what the driver-state cache (front/statecache.h) is keyed by.  The
  * cache keeps NVML's answers (gpus.h) in a root-owned file under /run and reuses them while this
  * fingerprint is unchanged; docs/statecache.md says what it covers and why.
  *

@@ -67,7 +67,7 @@ struct gh_gpu_list;
 struct gh_driver_fp;
 struct gpuhook_error;
 /* The driver-state cache as the core sees it: the front end that has one hands it down
- * (ops/statecache.h's gh_statecache); libgpuhook.so has none.  lookup returns 1 with *list filled
+ * (front/statecache.h's gh_statecache); libgpuhook.so has none.  lookup returns 1 with *list filled
  * on a hit, 0 on a miss (why gets a short reason); save stores what NVML answered under the
  * fingerprint taken before asking. */
 struct gh_gpu_cache {

@@ -3,7 +3,7 @@
  * A plan depends on the request, the image's library layout, the driver root and its options, the
  * driver (what the driver-state fingerprint covers: version, ld.so.cache, libraries, GPUs, MIG) and
  * which of the driver's sockets and the MPS pipe directory exist.  gh_plan_cache_key() writes the
- * first and the last as text; the driver-state cache (ops/statecache.c, through the gh_gpu_cache
+ * first and the last as text; the driver-state cache (front/statecache.c, through the gh_gpu_cache
  * interface of gpumodel.h) keeps a plan's text under that key together with the fingerprint it was
  * built under, and hands it back only while both match.  The sources are opened and every target
  * checked again at every start, as for a plan built then: what is kept is the decision, not a file

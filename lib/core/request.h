@@ -42,7 +42,7 @@ struct gh_request {
         bool no_cgroups, no_devbind, no_persistenced, no_fabricmanager, no_gsp_firmware;
         bool no_cuda_compat; /* never prefer the image's CUDA compat libraries (docs/cuda-compat.md) */
         /* Not part of what the container asks (no request option; gpu-cli's global --state-file):
-         * the driver-state cache NVML's answers may come from (ops/statecache.h) and its code (the
+         * the driver-state cache NVML's answers may come from (front/statecache.h) and its code (the
          * gh_gpu_cache interface, gpumodel.h); NULL = none.  Not owned. */
         const char *state_file;
         const struct gh_gpu_cache *cache;

@@ -67,6 +67,7 @@ static const struct key cli_keys[] = {
         K("debug", KEY_OPT_PATH, cli.debug),
         K("state-file", KEY_OPT_PATH, cli.state_file),
         K("no-cache", KEY_BOOL, cli.no_cache),
+        K("exec", KEY_BOOL, cli.exec),
 };
 
 static const struct key containers_keys[] = {

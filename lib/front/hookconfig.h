@@ -35,7 +35,7 @@ struct gh_config {
         } metrics;
         struct {
                 char *root;     /* "/" */
-                char *path;     /* GPUHOOK_CLI_PATH */
+                char *path;     /* GPUHOOK_CLI_PATH: the program "exec" runs */
                 char *ldcache;  /* NULL: gpu-cli's default */
                 char *ldconfig; /* NULL: gpu-cli writes the cache itself */
                 bool no_cgroups;
@@ -44,6 +44,7 @@ struct gh_config {
                 char *debug;      /* NULL: no debug file */
                 char *state_file; /* NULL: gpu-cli's default driver-state cache */
                 bool no_cache;    /* gpu-cli --no-cache */
+                bool exec;        /* "exec": false, configure in gpu-hook's process; true: run `path configure` */
         } cli;
         struct {
                 char *file; /* "/var/log/gpu-hook.log"; NULL: no log line */

@@ -1,4 +1,4 @@
-/* The driver-state cache file (lib/ops/statecache.c).  Besides "no crash": an accepted file holds only
+/* The driver-state cache file (lib/front/statecache.c).  Besides "no crash": an accepted file holds only
  * values in range (minors, string lengths, bus ids strictly ascending, MIG devices pointing at their
  * parent), and formatting it again gives a file that parses to the same thing. */
 #include <stdint.h>

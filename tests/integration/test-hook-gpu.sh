@@ -50,6 +50,22 @@ t_is "$RUN_RC" 0 "runc, NVIDIA_VISIBLE_DEVICES=all: container ran" || t_diag "$R
 t_is "$(ngpus)" 2 "=all: nvidia-smi lists both GPUs"
 t_match "$(field cuda)" '^CUDA OK: 2 device' "=all: CUDA sees both GPUs (default capabilities utility,compute)"
 
+# The hook configures in its own process: its log has configure's phases and no gpu-cli exec; its
+# environment does not reach the driver service child or anything else it runs.
+line=$(grep '"result":"configured"' "$T/hook.log" | tail -n 1)
+t_match "$line" '"configure\.driver":[0-9]+,"configure\.gpus":[0-9]+,.*"configure\.cgroup":[0-9]+,"configure\.other":-?[0-9]+' \
+        "in-process configure: the log has its phases" || t_diag "$line"
+t_nomatch "$line" 'configure\.exec' "in-process configure: no gpu-cli was exec'd"
+
+# "cli": {"exec": true}: the same container through `gpu-cli configure`.
+cp "$T/config.json" "$T/config-inproc.json"
+sed 's|"cli": {|"cli": {"exec": true, |' "$T/config-inproc.json" >"$T/config.json"
+run_case exec createRuntime runc NVIDIA_VISIBLE_DEVICES=all
+t_is "$RUN_RC" 0 "cli.exec: the container ran" || t_diag "$RUN_STDERR"
+t_is "$(ngpus)" 2 "cli.exec: nvidia-smi lists both GPUs"
+t_match "$(grep '"result":"configured"' "$T/hook.log" | tail -n 1)" '"configure\.exec":-?[0-9]+' "cli.exec: gpu-cli configure ran"
+cp "$T/config-inproc.json" "$T/config.json"
+
 run_case one prestart runc NVIDIA_VISIBLE_DEVICES=0 NVIDIA_DRIVER_CAPABILITIES=utility
 t_is "$RUN_RC" 0 "runc prestart, =0, utility: container ran" || t_diag "$RUN_STDERR"
 t_is "$(ngpus)" 1 "=0: one GPU"

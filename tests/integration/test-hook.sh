@@ -1,5 +1,5 @@
 #!/bin/bash
-# gpu-hook under real runtimes, without gpu-cli configure: a stand-in gpu-cli (config "cli.path")
+# gpu-hook under real runtimes, without gpu-cli configure: a stand-in gpu-cli (config "cli": {"exec": true, "path": ...})
 # records what it gets.  A non-GPU container starts normally and fast; a GPU container's hook runs
 # the stand-in with the right pid and rootfs; an image environment with LD_PRELOAD/LD_LIBRARY_PATH
 # reaches neither the hook nor what it runs (runc, crun, podman with contrib's hooks.d file).
@@ -19,7 +19,7 @@ rc=\$(cat "$T/fake-rc" 2>/dev/null || echo 0)
 exit \$rc
 EOF
 chmod 755 "$T/fake-cli"
-printf '{"cli": {"path": "%s"}, "log": {"file": "%s"}, "containers": {"dir": "%s"}}\n' "$T/fake-cli" "$T/hook.log" \
+printf '{"cli": {"exec": true, "path": "%s"}, "log": {"file": "%s"}, "containers": {"dir": "%s"}}\n' "$T/fake-cli" "$T/hook.log" \
         "$T/records" >"$T/hook.json"
 
 # A library that leaves a host marker from wherever it is loaded.

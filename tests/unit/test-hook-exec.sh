@@ -1,5 +1,5 @@
 #!/bin/bash
-# gpu-hook's configure step with a stand-in gpu-cli (config "cli.path"): the exact argv it gets, its
+# gpu-hook's configure step with a stand-in gpu-cli (config "cli": {"exec": true, "path": ...}): the exact argv it gets, its
 # fixed environment, its fds and stdin, exit statuses passed back, and the JSON log line.  No root.
 . "${GH_SOURCE_DIR:?}/tests/lib.sh"
 
@@ -21,7 +21,7 @@ EOF
 chmod 755 "$T/fake-cli"
 
 write_config() {
-        printf '{"cli": {"path": "%s", "root": "/drv", "ldconfig": "@/sbin/ldconfig", "no-cgroups": true, "user": "1:2"%s}, "log": {"file": "%s"}, "containers": {"dir": "%s"}}\n' \
+        printf '{"cli": {"exec": true, "path": "%s", "root": "/drv", "ldconfig": "@/sbin/ldconfig", "no-cgroups": true, "user": "1:2"%s}, "log": {"file": "%s"}, "containers": {"dir": "%s"}}\n' \
                 "$T/fake-cli" "${1:-}" "$T/hook.log" "$T/records" >"$T/hook.json"
 }
 
@@ -107,17 +107,17 @@ t_is "$RC" 1 "a state without pid fails"
 t_match "$ERR" "^gpu-hook: the OCI state has no container pid" "and says so in one line"
 STATE='{"ociVersion":"1.0.2","id":"ctr-42","status":"creating","pid":4242,"bundle":"'$T/b'"}'
 
-printf '{"cli": {"path": "%s"}, "log": {"file": "%s"}}' "$T/no-such-cli" "$T/hook.log" >"$T/hook.json"
+printf '{"cli": {"exec": true, "path": "%s"}, "log": {"file": "%s"}}' "$T/no-such-cli" "$T/hook.log" >"$T/hook.json"
 hook
 t_is "$RC" 1 "a missing gpu-cli fails"
 t_match "$ERR" "^gpu-hook: running $T/no-such-cli; check \"cli.path\"" "and names cli.path"
 t_match "$(tail -n 1 "$T/hook.log")" '"result":"error","exit_code":1,"error":"running ' "and is logged"
 
-printf '{"cli": {"path": "%s"}, "log": {"file": "%s/no/such/dir/hook.log"}}' "$T/fake-cli" "$T" >"$T/hook.json"
+printf '{"cli": {"exec": true, "path": "%s"}, "log": {"file": "%s/no/such/dir/hook.log"}}' "$T/fake-cli" "$T" >"$T/hook.json"
 hook
 t_is "$RC" 0 "an unwritable log file does not fail the hook (syslog instead)"
 ln -s "$T/elsewhere" "$T/link.log"
-printf '{"cli": {"path": "%s"}, "log": {"file": "%s/link.log"}}' "$T/fake-cli" "$T" >"$T/hook.json"
+printf '{"cli": {"exec": true, "path": "%s"}, "log": {"file": "%s/link.log"}}' "$T/fake-cli" "$T" >"$T/hook.json"
 hook
 t_ok "the log file is never opened through a symlink" test ! -e "$T/elsewhere"
 

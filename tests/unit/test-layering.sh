@@ -65,8 +65,9 @@ t_is "$(comm -12 <(printf '%s\n' "$upper") <(nm "$SO" | awk '$2 == "T" || $2 == 
         "libgpuhook.so carries no front or ops code (OCI, env decision, hook config and log, cache, doctor, CDI, MPS daemons)"
 t_is "$(nm "$SO" | grep -Eo ' json_[a-z_]*' | sort -u | tr '\n' ' ')" "" "libgpuhook.so carries no jansson code"
 t_is "$(comm -12 <(printf '%s\n' "$ops") <(nm "$GH_BUILD_DIR/hook/gpu-hook" | awk '$2 == "T" {print $3}' | sort -u) | tr '\n' ' ')" "" \
-        "gpu-hook carries no ops code (cache, doctor, CDI, MPS daemons)"
+        "gpu-hook carries no ops code (doctor, CDI, MPS daemons)"
 t_match "$(nm "$GH_BUILD_DIR/hook/gpu-hook" | grep -c ' gh_env_decide$')" '^1$' "gpu-hook has the env decision"
+t_match "$(nm "$GH_BUILD_DIR/hook/gpu-hook" | grep -c ' gh_configure$')" '^1$' "gpu-hook has the configure step itself (it runs no gpu-cli)"
 
 # pkg-config: a program built from gpuhook.pc alone runs.
 PC=$GH_BUILD_DIR/meson-uninstalled

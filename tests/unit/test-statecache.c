@@ -1,4 +1,4 @@
-/* lib/ops/statecache.c: the cache file's format (round trip, and input that must be refused) and, as
+/* lib/front/statecache.c: the cache file's format (round trip, and input that must be refused) and, as
  * root with the fake driver built, the promise that matters: requirements and device selection on a
  * warm cache decide exactly as with NVML: same pass/fail, same messages, over every expression of
  * the requirement test set (tests/unit/test-require.c, read at run time so the set cannot drift). */
