@@ -22,6 +22,8 @@
 #   cdi         `gpu-cli cdi generate`'s spec applied by tests/helpers/cdi-apply.py (nvidia.com/gpu=all):
 #               runc makes its device nodes and bind mounts, `gpu-cli cdi-hook` runs as its
 #               createContainer hook
+#   cdi-hm      the spec of `gpu-cli cdi generate --mounts=hook`: runc makes the nodes (and the two
+#               daemon sockets' mounts), cdi-hook attaches the driver's files itself
 #   cdi-runc    (not in the default list; bench/profile.sh) the same spec with its hook removed: what
 #               runc's part of the CDI path costs
 # Each kind has its own gpu-hook configuration and log file, so the logs say which start was which.
@@ -35,9 +37,10 @@ declare -gA BS_LABEL=(
         [hook-req]="gpu-hook, all GPUs + NVIDIA_REQUIRE_CUDA=$BENCH_REQ, warm cache"
         [hook-cold]="gpu-hook, all GPUs + NVIDIA_REQUIRE_CUDA=$BENCH_REQ, cold cache"
         [cdi]="CDI spec (runc applies it; gpu-cli cdi-hook as createContainer hook)"
+        [cdi-hm]="CDI spec --mounts=hook (cdi-hook makes the driver's mounts)"
         [cdi-runc]="CDI spec without its hook: runc's part alone (nodes, mounts, env)"
 )
-BS_KINDS=(none truehook nongpu hook hook-req hook-cold cdi)
+BS_KINDS=(none truehook nongpu hook hook-req hook-cold cdi cdi-hm)
 
 bench_machine_info() {
         local cg=v1 gpu
@@ -110,14 +113,15 @@ bench_starts_prepare() {
                 case $k in
                 hook) bundle_set_env "$b" "${gpu_env[@]}" ;;
                 hook-req | hook-cold) bundle_set_env "$b" "${gpu_env[@]}" "NVIDIA_REQUIRE_CUDA=$BENCH_REQ" ;;
-                cdi | cdi-runc)
-                        local gen=("$GPU_CLI" "--root=$BS_ROOT")
+                cdi | cdi-runc | cdi-hm)
+                        local gen=("$GPU_CLI" "--root=$BS_ROOT") spec=$BS_SPEC extra=()
                         [ -n "$BS_LDCACHE" ] && gen+=("--ldcache=$BS_LDCACHE")
-                        if ! "${gen[@]}" cdi generate "--output=$BS_SPEC" --capabilities=compute,utility >"$T/bs-gen.err" 2>&1; then
+                        [ $k = cdi-hm ] && spec=$T/bs-spec-hm.json extra=(--mounts=hook)
+                        if ! "${gen[@]}" cdi generate "--output=$spec" --capabilities=compute,utility "${extra[@]}" >"$T/bs-gen.err" 2>&1; then
                                 cdi_err="cdi generate: $(tail -n 1 "$T/bs-gen.err")"
                         else
-                                _bs_cdi_log_arg "$BS_SPEC" "$T/bs-cdi.log"
-                                "$GH_PYTHON" "$BS_APPLY" --spec "$BS_SPEC" "$b" nvidia.com/gpu=all 2>"$T/bs-apply.err" ||
+                                _bs_cdi_log_arg "$spec" "$T/bs-$([ $k = cdi-hm ] && echo cdi-hm || echo cdi).log"
+                                "$GH_PYTHON" "$BS_APPLY" --spec "$spec" "$b" nvidia.com/gpu=all 2>"$T/bs-apply.err" ||
                                         cdi_err="cdi-apply.py: $(tail -n 1 "$T/bs-apply.err")"
                                 [ $k = cdi-runc ] && bundle_edit "$b" 'c.get("hooks", {}).pop("createContainer", None)'
                         fi ;;
@@ -129,7 +133,7 @@ bench_starts_prepare() {
                 fi
         done
         if [ -n "$cdi_err" ]; then
-                for k in cdi cdi-runc; do [ -n "${BR_BUNDLE[$k]:-}" ] && BR_ERR[$k]=$cdi_err; done
+                for k in cdi cdi-runc cdi-hm; do [ -n "${BR_BUNDLE[$k]:-}" ] && BR_ERR[$k]=$cdi_err; done
         fi
         # The warm cache: filled once, the way the first start after boot (or `gpu-cli cache refresh`) does.
         local refresh=("$GPU_CLI" "--root=$BS_ROOT" "--state-file=$T/bs-state-warm/driver-state.json")
@@ -213,12 +217,12 @@ bench_starts_rss() {
         [ -x "$BS_TIME" ] || { echo "no GNU time here: no RSS"; return; }
         echo "| hook (peak RSS over $runs starts, GNU time -f %M around the hook in its place) | max MiB | median MiB |"
         echo "|---|---:|---:|"
-        for k in nongpu hook hook-req hook-cold cdi conf; do
+        for k in nongpu hook hook-req hook-cold cdi cdi-hm conf; do
                 b=$T/bs-rss-$k
                 rm -rf "$b" "$T/bs-rss-$k.kib"
                 stage=createRuntime
                 case $k in
-                cdi) stage=createContainer ;;
+                cdi | cdi-hm) stage=createContainer ;;
                 conf)
                         # gpu-cli configure alone, without gpu-hook around it.
                         _bs_fresh conf || continue

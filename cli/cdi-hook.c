@@ -20,6 +20,10 @@ static void cdi_hook_usage(FILE *out)
                      "Runs as a createContainer hook from a CDI spec (see 'gpu-cli cdi generate'): reads the OCI\n"
                      "state on stdin and the bundle's config.json, then, inside the container root only:\n"
                      "\n"
+                     "      --mount=HOST::PATH         bind the host file HOST read-only (nosuid, nodev) on PATH\n"
+                     "                                 (repeatable; cdi generate --mounts=hook writes these)\n"
+                     "      --mount-dir=HOST::PATH     the same for a directory\n"
+                     "      --mount-noexec=HOST::PATH, --mount-dir-noexec=HOST::PATH   the same, noexec too\n"
                      "      --link=TARGET::PATH        create the symlink PATH -> TARGET (repeatable)\n"
                      "      --library=SONAME::PATH     add a 64-bit library to /etc/ld.so.cache (repeatable)\n"
                      "      --library32=SONAME::PATH   add an i386 library to /etc/ld.so.cache (repeatable)\n"
@@ -39,7 +43,19 @@ static void cdi_hook_usage(FILE *out)
                      "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
-enum { OPT_LINK = 1000, OPT_LIBRARY, OPT_LIBRARY32, OPT_MASK_PROC, OPT_CUDA_COMPAT, OPT_CONFIG, OPT_LOG };
+enum {
+        OPT_LINK = 1000,
+        OPT_MOUNT,
+        OPT_MOUNT_DIR,
+        OPT_MOUNT_NOEXEC,
+        OPT_MOUNT_DIR_NOEXEC,
+        OPT_LIBRARY,
+        OPT_LIBRARY32,
+        OPT_MASK_PROC,
+        OPT_CUDA_COMPAT,
+        OPT_CONFIG,
+        OPT_LOG
+};
 
 static int add_pair(const char *opt, char *arg, bool b_abs, struct gh_cdi_pair **v, size_t *n)
 {
@@ -71,6 +87,10 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
 {
         static const struct option opts[] = {
                 { "link", required_argument, NULL, OPT_LINK },
+                { "mount", required_argument, NULL, OPT_MOUNT },
+                { "mount-dir", required_argument, NULL, OPT_MOUNT_DIR },
+                { "mount-noexec", required_argument, NULL, OPT_MOUNT_NOEXEC },
+                { "mount-dir-noexec", required_argument, NULL, OPT_MOUNT_DIR_NOEXEC },
                 { "library", required_argument, NULL, OPT_LIBRARY },
                 { "library32", required_argument, NULL, OPT_LIBRARY32 },
                 { "mask-proc", no_argument, NULL, OPT_MASK_PROC },
@@ -93,6 +113,23 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                         if (add_pair("link", optarg, true, &o.links, &o.nlinks) < 0)
                                 goto out;
                         break;
+                case OPT_MOUNT:
+                case OPT_MOUNT_DIR:
+                case OPT_MOUNT_NOEXEC:
+                case OPT_MOUNT_DIR_NOEXEC: {
+                        static const char *const names[] = { "mount", "mount-dir", "mount-noexec", "mount-dir-noexec" };
+                        const char *name = names[c - OPT_MOUNT];
+                        if (add_pair(name, optarg, true, &o.mounts, &o.nmounts) < 0)
+                                goto out;
+                        if (o.mounts[o.nmounts - 1].a[0] != '/') {
+                                fprintf(stderr, "gpu-cli: cdi-hook: --%s=%s: the host path must be absolute\n", name,
+                                        o.mounts[o.nmounts - 1].a);
+                                goto out;
+                        }
+                        o.mounts[o.nmounts - 1].dir = c == OPT_MOUNT_DIR || c == OPT_MOUNT_DIR_NOEXEC;
+                        o.mounts[o.nmounts - 1].noexec = c == OPT_MOUNT_NOEXEC || c == OPT_MOUNT_DIR_NOEXEC;
+                        break;
+                }
                 case OPT_LIBRARY:
                         if (add_pair("library", optarg, true, &o.libs, &o.nlibs) < 0)
                                 goto out;
@@ -150,6 +187,7 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
         }
 out:
         free(o.links);
+        free(o.mounts);
         free(o.libs);
         free(o.libs32);
         return r;

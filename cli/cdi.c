@@ -53,6 +53,10 @@ static void generate_usage(FILE *out)
                 "                             a complete GPU container in the group (its GPU, its pipe directory\n"
                 "                             and /dev/shm); default output /var/run/cdi/VENDOR-CLASS-mps-NAME.json\n"
                 "      --mps-dir=DIR          where MPS groups live (default " GH_MPS_DEFAULT_DIR ")\n"
+                "      --mounts=spec|hook     where the driver's read-only files are mounted from: the spec's\n"
+                "                             \"mounts\" (default; the runtime mounts them) or the\n"
+                "                             createContainer hook's --mount arguments (faster starts;\n"
+                "                             docs/cdi.md); cdi refresh keeps the replaced spec's choice\n"
                 "\n"
                 "The spec is JSON, which every CDI reader accepts as YAML.  cdiVersion is the lowest that\n"
                 "has what it uses (0.5.0 with index names), so podman 4.3 and later load it.\n"
@@ -130,7 +134,7 @@ static void refresh_usage(FILE *out)
                      "      --wait=SECONDS         how long to wait for the driver (default 60, at most 3600)\n"
                      "  -o, --output=FILE          default /etc/cdi/VENDOR-CLASS.json\n"
                      "      --vendor=NAME, --class=NAME, --device-name-strategy=NAMES, --capabilities=LIST,\n"
-                     "      --layout=LAYOUT, --hook-path=PATH\n"
+                     "      --layout=LAYOUT, --hook-path=PATH, --mounts=spec|hook (default: as the spec it replaces)\n"
                      "                             as for 'gpu-cli cdi generate'\n"
                      "\n"
                      "Exit status: 0 written or already current, 1 the driver did not become ready or writing\n"
@@ -184,7 +188,8 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
                 OPT_CHECK,
                 OPT_MPS_GROUP,
                 OPT_MPS_DIR,
-                OPT_WAIT
+                OPT_WAIT,
+                OPT_MOUNTS
         };
         static const struct option opts[] = {
                 { "output", required_argument, NULL, 'o' },
@@ -198,6 +203,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
                 { "mps-group", required_argument, NULL, OPT_MPS_GROUP },
                 { "mps-dir", required_argument, NULL, OPT_MPS_DIR },
                 { "wait", required_argument, NULL, OPT_WAIT },
+                { "mounts", required_argument, NULL, OPT_MOUNTS },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -217,6 +223,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
         const char *layout = "debian", *check = NULL;
         char self[PATH_MAX];
         long wait_s = 60;
+        bool mounts_given = false;
         int c;
 
         while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -259,6 +266,14 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
                                 return GH_EXIT_USAGE;
                         }
                         o.mps_dir = optarg;
+                        break;
+                case OPT_MOUNTS:
+                        if (strcmp(optarg, "spec") != 0 && strcmp(optarg, "hook") != 0) {
+                                fprintf(stderr, "gpu-cli: cdi: --mounts='%s': use spec or hook\n", optarg);
+                                return GH_EXIT_USAGE;
+                        }
+                        o.hook_mounts = strcmp(optarg, "hook") == 0;
+                        mounts_given = true;
                         break;
                 case OPT_WAIT: {
                         char *end;
@@ -305,6 +320,13 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
 
         if (refresh && strcmp(output, "-") != 0 && wait_ready(g, wait_s, output) < 0)
                 return GH_EXIT_FAILURE;
+        /* refresh writes the spec it replaces again: where its mounts were, unless told otherwise. */
+        if (refresh && !mounts_given && strcmp(output, "-") != 0 && access(output, F_OK) == 0) {
+                _cleanup_error_ gh_error_t rerr = NULL;
+                _cleanup_json_ json_t *prev = NULL;
+                if (gh_cdi_spec_read(output, &prev, &rerr) == 0)
+                        o.hook_mounts = gh_cdi_spec_hook_mounts(prev);
+        }
         if (gh_cdi_generate(&o, &spec, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi generate: %s\n", err && err->msg ? err->msg : "failed");
                 return gh_error_exit_status(err);

@@ -249,6 +249,15 @@ static int plan_compat(struct gh_plan *plan, const struct gh_cdi_hook_opts *o, i
 static int build_plan(struct gh_plan *plan, const struct gh_cdi_hook_opts *o, int rootfd, int droot,
                       const struct gh_oci_spec *spec, bool *record, gh_error_t *err)
 {
+        /* The mounts first, as configure plans them: host paths, read-only, nosuid, nodev (noexec). */
+        for (size_t i = 0; i < o->nmounts; i++) {
+                size_t before = plan->n;
+                if (gh_plan_add(plan, o->mounts[i].dir ? GH_ITEM_DIR : GH_ITEM_FILE, o->mounts[i].a, o->mounts[i].b,
+                                GH_MNT_FILE | (o->mounts[i].noexec ? GH_MNT_NOEXEC : 0), err) < 0)
+                        return -1;
+                if (plan->n > before) /* not a second mount on one path (the first wins) */
+                        plan->items[plan->n - 1].host_src = true;
+        }
         for (size_t i = 0; i < o->nlinks; i++) {
                 if (gh_plan_add_symlink(plan, o->links[i].b, o->links[i].a, true, err) < 0)
                         return -1;

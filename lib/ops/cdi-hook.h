@@ -3,7 +3,8 @@
  * run gh_cdi_hook_run(): one code path, two command lines (docs/cdi.md, docs/nvidia-cdi-hook.md).
  *
  * A CDI spec carries what a runtime can do by itself (device nodes, bind mounts, environment);
- * the rest of an injection happens here, inside the container's mount namespace after the
+ * the rest of an injection happens here (and the driver's read-only mounts too, when the spec was
+ * written with `cdi generate --mounts=hook`: --mount, cheaper here than in the runtime), inside the container's mount namespace after the
  * runtime's mounts and before pivot_root: symlinks, the container's /etc/ld.so.cache (with the
  * libraries the spec names or that its folders hold, and the CUDA compat libraries when the rule
  * says so), /proc/driver/nvidia masked the way `configure` masks it, the driver's application
@@ -23,9 +24,11 @@
 #include "error.h"
 #include "hooklog.h"
 
-/* One "A::B" argument split in two (the strings point into argv). */
+/* One "A::B" argument split in two (the strings point into argv); for a mount: a directory
+ * (--mount-dir), noexec (--mount-noexec, --mount-dir-noexec). */
 struct gh_cdi_pair {
         const char *a, *b;
+        bool dir, noexec;
 };
 
 /* The record `enable-cuda-compat` leaves in the container (NVIDIA's hook writes the same kind of
@@ -37,10 +40,12 @@ struct gh_cdi_pair {
 #define GH_CDI_APP_PROFILE "10-container.conf"
 
 struct gh_cdi_hook_opts {
-        const char *root;          /* driver root, "/" by default: where /proc/driver/nvidia is read */
-        int state_fd;              /* the OCI state (stdin) */
-        const char *state_file;    /* or a file holding it (--container-spec); NULL: state_fd */
-        const char *config;        /* the hook configuration (cuda-compat key); NULL: the compiled default */
+        const char *root;           /* driver root, "/" by default: where /proc/driver/nvidia is read */
+        int state_fd;               /* the OCI state (stdin) */
+        const char *state_file;     /* or a file holding it (--container-spec); NULL: state_fd */
+        const char *config;         /* the hook configuration (cuda-compat key); NULL: the compiled default */
+        struct gh_cdi_pair *mounts; /* a = host path, b = container path: read-only binds, made first */
+        size_t nmounts;
         struct gh_cdi_pair *links; /* a = target, b = link path in the container */
         size_t nlinks;
         bool replace_files;       /* a link replaces a file at its path (NVIDIA's create-symlinks) */

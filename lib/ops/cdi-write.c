@@ -253,3 +253,17 @@ int gh_cdi_write(json_t *spec, const char *path, struct stat *st, gh_error_t *er
         return gh_write_file_at(AT_FDCWD, path, text, strlen(text), 0644,
                                 GH_WRITE_ATOMIC | GH_WRITE_SYNC | GH_WRITE_MKDIR_0755, st, err);
 }
+
+bool gh_cdi_spec_hook_mounts(json_t *spec)
+{
+        json_t *hooks = json_object_get(json_object_get(spec, "containerEdits"), "hooks"), *h, *a;
+        size_t i, j;
+
+        json_array_foreach (hooks, i, h)
+                json_array_foreach (json_object_get(h, "args"), j, a) {
+                        const char *s = json_string_value(a);
+                        if (s != NULL && strncmp(s, "--mount", 7) == 0 && strchr(s, '=') != NULL)
+                                return true;
+                }
+        return false;
+}

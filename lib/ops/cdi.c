@@ -125,6 +125,17 @@ static bool mount_planned(const struct gh_plan *plan, const struct gh_item *it)
         return false;
 }
 
+/* A mount of the common edits the hook makes (gh_cdi_opts.hook_mounts): the driver's read-only
+ * files and directories; an MPS group's directories (host paths, writable) stay spec mounts. */
+static bool hook_mount(const struct cdi_ctx *c, const struct gh_item *it)
+{
+        /* "::" splits the argument: a path holding it stays a spec mount. */
+        return c->o->hook_mounts && is_mount(it) && !it->host_src &&
+               (it->flags == GH_MNT_FILE || it->flags == (GH_MNT_FILE | GH_MNT_NOEXEC)) &&
+               (!c->has_group || mount_planned(&c->group, it)) && strstr(c->o->root, "::") == NULL &&
+               strstr(it->src, "::") == NULL && strstr(it->dst, "::") == NULL;
+}
+
 static bool planned(const struct gh_plan *plan, const char *dst)
 {
         for (size_t i = 0; i < plan->n; i++)
@@ -178,6 +189,18 @@ static json_t *hook(const struct cdi_ctx *c)
             (strcmp(c->o->root, "/") != 0 && arg_add(args, "root", c->o->root, NULL) < 0) ||
             gh_json_append_new(args, json_string("cdi-hook")) < 0)
                 goto fail;
+        /* First: the links and the ld cache may name what they mount. */
+        for (size_t i = 0; i < p->n; i++) {
+                const struct gh_item *it = &p->items[i];
+                char hp[PATH_MAX];
+                if (!hook_mount(c, it))
+                        continue;
+                host_path(c->o->root, it->src, hp, sizeof(hp));
+                static const char *const opt[2][2] = { { "mount", "mount-noexec" },
+                                                       { "mount-dir", "mount-dir-noexec" } };
+                if (arg_add(args, opt[it->kind == GH_ITEM_DIR][(it->flags & GH_MNT_NOEXEC) != 0], hp, it->dst) < 0)
+                        goto fail;
+        }
         for (size_t i = 0; i < p->n; i++)
                 if (p->items[i].kind == GH_ITEM_SYMLINK &&
                     arg_add(args, "link", p->items[i].target, p->items[i].dst) < 0)
@@ -230,6 +253,8 @@ static json_t *common_edits(const struct cdi_ctx *c, gh_error_t *err)
                 /* a group's spec: not what joining the group leaves out (the host's MPS pipe directory) */
                 if (c->has_group && !mount_planned(&c->group, it))
                         continue;
+                if (hook_mount(c, it))
+                        continue; /* in the hook's arguments */
                 if (gh_json_append_new(mounts, mount_entry(c, it)) < 0)
                         goto nomem;
         }

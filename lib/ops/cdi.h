@@ -44,6 +44,11 @@ struct gh_cdi_opts {
         gid_t gid;
         const char *mps_group; /* a spec for this MPS group only (NULL: the spec of every GPU) */
         const char *mps_dir;   /* where MPS groups live (NULL: GH_MPS_DEFAULT_DIR) */
+        /* The driver's read-only file and directory mounts go to the createContainer hook's
+         * arguments (--mount=HOST::CONTAINER, --mount-dir=, -noexec) instead of the spec's "mounts": the hook
+         * attaches them with the new mount API, cheaper than a runtime's mount, remount and checks
+         * per entry (docs/cdi.md#mounts-by-the-hook).  Device nodes, env and other mounts stay. */
+        bool hook_mounts;
 };
 
 #define GH_CDI_MPS_PREFIX "mps-"
@@ -78,6 +83,10 @@ extern const char *const gh_cdi_spec_dirs[]; /* both, NULL-terminated */
 /* The default spec path: GH_CDI_DIR_STATIC/VENDOR-CLASS.json, or for an MPS group
  * GH_CDI_DIR_DYNAMIC/VENDOR-CLASS-mps-GROUP.json.  NULL when out of memory; caller frees. */
 char *gh_cdi_default_path(const char *vendor, const char *class_, const char *mps_group);
+
+/* Whether a spec's common createContainer hook makes the driver's mounts (--mount or --mount-dir
+ * among its arguments: written with gh_cdi_opts.hook_mounts). */
+bool gh_cdi_spec_hook_mounts(json_t *spec);
 
 /* The spec as the text written (indented JSON and a newline); NULL when out of memory. */
 char *gh_cdi_text(json_t *spec);

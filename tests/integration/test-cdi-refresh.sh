@@ -49,6 +49,13 @@ sed -i "s/$V/590.10.01/" "$VERSION"
 refresh --wait=0 >/dev/null 2>"$T/err"
 t_match "$(cat "$T/err")" "is not the kernel module's version 590.10.01" "user-space libraries of another version: not ready"
 sed -i "s/590.10.01/$V/" "$VERSION"
+# a --mounts=hook spec stays one when it is rewritten (and --mounts=spec turns it back)
+"$GPU_CLI" "--root=$T/drv" cdi generate --mounts=hook --output="$OUT" || t_fail "cdi generate --mounts=hook"
+sed -i "s/$V/570.86.10/g" "$OUT"
+t_match "$(refresh)" "^wrote $OUT .*it was stale: " "a stale --mounts=hook spec is rewritten"
+t_ok "... with its mounts in the hook again" "$GPU_CLI" "--root=$T/drv" cdi generate --mounts=hook --check="$OUT"
+t_match "$(refresh --mounts=spec)" "^wrote $OUT " "refresh --mounts=spec writes the mounts into the spec"
+t_ok "... as cdi generate does by default" "$GPU_CLI" "--root=$T/drv" cdi generate --check="$OUT"
 "$GPU_CLI" cdi refresh --check=x >/dev/null 2>&1
 t_is "$?" 2 "cdi refresh --check is a usage error"
 

@@ -38,11 +38,27 @@ for p in default mig 64 local; do
         t_ok "cdi generate ($p)" "$GPU_CLI" "--root=$root" cdi generate "--output=$T/spec-$p.json"
 done
 t_is "$(stat -c %a "$T/spec-default.json")" 644 "the spec is written mode 0644"
+
 t_is "$(ls -A "$T" | grep -c '^\.spec-.*tmp')" 0 "no temp file is left next to it"
 
 # json_get FILE PYTHON-EXPRESSION (s = the spec)
 json_get() { "$GH_PYTHON" -c 'import json,sys; s=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 names() { json_get "$1" '",".join(d["name"] for d in s["devices"])'; }
+
+# --mounts=hook: the driver's read-only mounts move into the createContainer hook's arguments; the
+# nodes, env, hook and the writable mounts (the daemons' sockets) stay; together they are exactly
+# the default spec's mounts.
+t_ok "cdi generate --mounts=hook" "$GPU_CLI" "--root=$T/drv" cdi generate --mounts=hook "--output=$T/spec-hookmounts.json"
+t_is "$(json_get "$T/spec-default.json" 'len(s["containerEdits"]["mounts"]) > 20')" True "the default spec lists the driver's mounts"
+t_is "$(json_get "$T/spec-hookmounts.json" '",".join(m["containerPath"] for m in s["containerEdits"]["mounts"])')" \
+        /run/nvidia-persistenced/socket,/run/nvidia-fabricmanager/socket "--mounts=hook: the spec mounts only the (writable) daemon sockets"
+t_is "$(json_get "$T/spec-hookmounts.json" 'sorted([a.split("=", 1)[1] for a in s["containerEdits"]["hooks"][0]["args"] if a.startswith("--mount")] + [m["hostPath"] + "::" + m["containerPath"] for m in s["containerEdits"]["mounts"]])')" \
+        "$(json_get "$T/spec-default.json" 'sorted(m["hostPath"] + "::" + m["containerPath"] for m in s["containerEdits"]["mounts"])')" \
+        "--mounts=hook: the hook's --mount arguments are the default spec's mounts"
+t_is "$(json_get "$T/spec-hookmounts.json" 's["containerEdits"]["deviceNodes"] == json.load(open(sys.argv[1].replace("hookmounts", "default")))["containerEdits"]["deviceNodes"]')" True \
+        "--mounts=hook: the same device nodes"
+t_is "$("$GPU_CLI" "--root=$T/drv" cdi generate --mounts=elsewhere --output=- 2>&1)" "gpu-cli: cdi: --mounts='elsewhere': use spec or hook" \
+        "--mounts takes spec or hook (one line)"
 
 t_is "$(names "$T/spec-default.json")" "0,${UUIDS[0]},1,${UUIDS[1]},all" "default: a device per GPU by index and UUID, and all"
 t_is "$(json_get "$T/spec-default.json" 's["kind"] + " " + s["cdiVersion"]')" "nvidia.com/gpu 0.5.0" \
@@ -92,7 +108,7 @@ t_not "... and no spec is written" test -e "$T/none.json"
 # The official schema (Debian's CDI package): cdi_validate (tests/lib.sh).
 validate() { cdi_validate "$1"; }
 if cdi_can_validate; then
-        for p in default mig 64 local uuid util; do
+        for p in default mig 64 local uuid util hookmounts; do
                 t_is "$(validate "$T/spec-$p.json")" valid "spec ($p) validates against the official CDI schema"
         done
         json_get "$T/spec-default.json" 'json.dumps(dict(s, devices=[{"name": "0", "containerEdits": {"deviceNodes": [{"major": "195"}]}}]))' >"$T/bad.json"
@@ -151,6 +167,15 @@ for h in c["hooks"]["createContainer"]:
         t_is "$RUN_RC" 0 "crun, cdi-hook --log=FILE: container ran" || t_diag "$RUN_STDERR"
         t_match "$(tail -n 1 "$T/cdi-hook.log" 2>/dev/null)" '^\{"time":"[^"]+","program":"gpu-cli cdi-hook","pid":[0-9]+,"trace_id":"'"$RUN_ID"'","stage":"createContainer",.*"timings_us":\{"setup":[0-9]+,"state":[0-9]+,"spec":[0-9]+,"check":[0-9]+,"plan":[0-9]+,"open":[0-9]+,"apply":[0-9]+,"ldcache":[0-9]+,"total":[0-9]+\},"result":"configured","exit_code":0,"error":null\}$' \
                 "cdi-hook --log: one JSON line with the container id, each phase's time and the result"
+        # --mounts=hook under crun: cdi-hook attaches the driver's files itself.
+        rm -rf "$T/crun-rootfs" && make_busybox_rootfs "$T/crun-rootfs" --glibc
+        make_bundle "$T/crun-bundle" "$T/crun-rootfs" /bin/sh -c \
+                'nvidia-smi -L; grep ModifyDeviceFiles /proc/driver/nvidia/params; check-ldconfig -p | grep -c "libcuda.so.1 "; grep -c " ro,nosuid,nodev" /proc/self/mountinfo'
+        "$GH_PYTHON" "$GH_SOURCE_DIR/tests/helpers/cdi-apply.py" --spec "$T/spec-hookmounts.json" "$T/crun-bundle" nvidia.com/gpu=1
+        run_crun "$T/crun-bundle" cdi-hookmounts
+        t_is "$RUN_RC" 0 "crun, --mounts=hook spec, nvidia.com/gpu=1: container ran" || t_diag "$RUN_STDERR"
+        t_match "$RUN_STDOUT" "^GPU 0: .*${UUIDS[1]}" "crun, --mounts=hook: nvidia-smi (mounted by the hook) sees GPU 1 only"
+        t_match "$RUN_STDOUT" '^[12]$' "crun, --mounts=hook: the ld cache lists libcuda.so.1"
 else
         t_skip "crun with the CDI spec" "crun is not installed"
 fi
@@ -265,6 +290,19 @@ for dev in 0 all; do
         run_podman "$ROOTFS" "" --device "nvidia.com/gpu=$dev" -- /bin/sh -c "$FILESET"
         printf '%s\n' "$RUN_STDOUT" >"$T/fileset-cdi-$dev"
         t_is "$RUN_RC" 0 "file set, CDI --device nvidia.com/gpu=$dev: container ran" || t_diag "$RUN_STDERR"
+        cdi_install "$T/spec-hookmounts.json" gpu-hook-test.json || { echo "Bail out! cannot install the spec"; exit 1; }
+        new_rootfs "set-cdihm-$dev"
+        run_podman "$ROOTFS" "" --device "nvidia.com/gpu=$dev" -- /bin/sh -c "$FILESET"
+        printf '%s\n' "$RUN_STDOUT" >"$T/fileset-cdihm-$dev"
+        t_is "$RUN_RC" 0 "file set, CDI --mounts=hook --device nvidia.com/gpu=$dev: container ran" || t_diag "$RUN_STDERR"
+        cdi_install "$T/spec-default.json" gpu-hook-test.json || { echo "Bail out! cannot install the spec"; exit 1; }
+        if diff "$T/fileset-cdi-$dev" "$T/fileset-cdihm-$dev" >"$T/fileset-hm.diff"; then
+                t_pass "=$dev: the --mounts=hook spec gives the same files, nodes, links, ld cache and mounts as the default one"
+        else
+                t_fail "=$dev: the --mounts=hook spec gives the same files, nodes, links, ld cache and mounts as the default one"
+                t_diag "diff default hook-mounts:"
+                t_diag_file "$T/fileset-hm.diff" 30
+        fi
         new_rootfs "set-hook-$dev"
         run_podman "$ROOTFS" "$T/hooks.d" -e "NVIDIA_VISIBLE_DEVICES=$dev" -e NVIDIA_DRIVER_CAPABILITIES=all -- /bin/sh -c "$FILESET"
         printf '%s\n' "$RUN_STDOUT" >"$T/fileset-hook-$dev"
