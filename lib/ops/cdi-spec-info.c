@@ -238,8 +238,19 @@ static bool stale_edits(json_t *edits, void *vctx)
                 }
         }
         json_array_foreach (json_object_get(edits, "hooks"), i, v)
-                json_array_foreach (json_object_get(v, "args"), k, a)
-                        see_version(c, json_string_value(a));
+                json_array_foreach (json_object_get(v, "args"), k, a) {
+                        const char *s = json_string_value(a), *eq;
+                        see_version(c, s);
+                        /* cdi-hook's --mount*=HOST::PATH (cdi generate --mounts=hook): HOST as a hostPath */
+                        if (s != NULL && strncmp(s, "--mount", 7) == 0 && (eq = strchr(s, '=')) != NULL) {
+                                const char *sep = strstr(eq + 1, "::");
+                                char host[PATH_MAX];
+                                if (sep != NULL && (size_t) (sep - eq - 1) < sizeof(host)) {
+                                        snprintf(host, sizeof(host), "%.*s", (int) (sep - eq - 1), eq + 1);
+                                        see_path(c, host);
+                                }
+                        }
+                }
         return true;
 }
 

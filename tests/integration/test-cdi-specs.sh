@@ -117,6 +117,12 @@ fs --writer=device-plugin --hook="$T/bin/nvidia-ctk" --format=json --output="$T/
 sed -i "s|$T/drv/usr/bin/nvidia-smi|$T/drv/usr/bin/nvidia-smi-gone|" "$T/gone/k8s.device-plugin.nvidia.com-gpu.json"
 list "$T/gone"
 t_match "$(cat "$T/err")" "is stale: $T/drv/usr/bin/nvidia-smi-gone does not exist" "a hostPath that does not exist is stale"
+# the same in our --mounts=hook spec: the file is named in cdi-hook's --mount argument
+mkdir -p "$T/gone-hm"
+"$GPU_CLI" "--root=$T/drv" cdi generate --mounts=hook --output="$T/gone-hm/nvidia.com-gpu.json"
+sed -i "s|=$T/drv/usr/bin/nvidia-smi::|=$T/drv/usr/bin/nvidia-smi-gone::|" "$T/gone-hm/nvidia.com-gpu.json"
+list "$T/gone-hm"
+t_match "$(cat "$T/err")" "is stale: $T/drv/usr/bin/nvidia-smi-gone does not exist" "a --mounts=hook spec whose --mount file is gone is stale"
 # a device number that is not the host's (nvidia-uvm's major changes at boot)
 mkdir -p "$T/num"
 "$GH_PYTHON" - "$T/run/example.com-gpu.json" "$T/num/example.com-gpu.json" <<'EOF'
