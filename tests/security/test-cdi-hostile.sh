@@ -93,6 +93,25 @@ run_runc "$BUNDLE" libdir
 t_is "$RUN_RC" 0 "the library directory is a link to a host directory: container ran (inside its own root)" || t_diag "$RUN_STDERR"
 t_match "$(field cache)" "=> $LIBDIR/libcuda\.so\.1" "... and finds libcuda through its ld cache"
 
+# 4b. the --mounts=hook spec (cdi-hook makes the mounts) on images whose /etc, library links or
+# library directory point at host paths: every mount point is made inside the image
+"$GPU_CLI" "--root=$T/drv" cdi generate --mounts=hook "--output=$T/spec-hm.json" 2>"$T/gen-hm.err" ||
+        { t_diag_file "$T/gen-hm.err"; echo "Bail out! cdi generate --mounts=hook"; exit 1; }
+for n in etclink liblink libdir; do
+        container "hm-$n"
+        case $n in
+        etclink) rm -rf "$ROOTFS/etc" && ln -s "$HOST/etc" "$ROOTFS/etc" ;;
+        liblink) ln -sf "$HOST/lib/libcuda.so.1" "$ROOTFS$LIBDIR/libcuda.so.1" ;;
+        libdir) rm -rf "$ROOTFS/usr/lib/x86_64-linux-gnu" && ln -s "$HOST/lib" "$ROOTFS/usr/lib/x86_64-linux-gnu" ;;
+        esac
+        SPEC=$T/spec-hm.json apply
+        run_runc "$BUNDLE" "hm-$n"
+        t_is "$RUN_RC" 0 "--mounts=hook, $n: container ran" || t_diag "$RUN_STDERR"
+        # (libdir: the image's own glibc went with its library directory, so no program of it runs)
+        [ $n = libdir ] || t_match "$(field smi)" '^GPU 0:' "--mounts=hook, $n: nvidia-smi (mounted by the hook) runs"
+        t_match "$(field cache)" "=> $LIBDIR/libcuda\.so\.1" "--mounts=hook, $n: the ld cache lists libcuda"
+done
+
 # 5. /etc/ld.so.cache is a FIFO: never opened (a hook blocked on it would hang the start)
 container fifo
 rm -f "$ROOTFS/etc/ld.so.cache" && mkfifo "$ROOTFS/etc/ld.so.cache"
@@ -140,7 +159,7 @@ t_is "$rc" 1 "cdi-hook where the rootfs has a procfs but the state's process is 
 t_match "$(cat "$T/err8")" "not in the container's mount namespace" "... refused"
 t_not "... nothing created in the rootfs" test -L "$T/plain/rootfs/usr/lib/x86_64-linux-gnu/evil8"
 
-for n in plain etclink liblink libdir fifo; do
+for n in plain etclink liblink libdir fifo hm-etclink hm-liblink hm-libdir; do
         ldconfig_ran "$T/$n/rootfs" && t_fail "the image's /sbin/ldconfig ran ($n)"
 done
 t_pass "no image's /sbin/ldconfig ever ran"
