@@ -50,6 +50,11 @@ t_match "$(json_get '" ".join(m["hostPath"] for m in s["containerEdits"]["mounts
         "the spec mounts the ELF nvidia-smi"
 t_diag "spec: $(json_get 'len(s["devices"])') devices, $(json_get 'len(s["containerEdits"]["mounts"])') mounts, $(json_get 'len(s["containerEdits"]["hooks"][0]["args"])') hook arguments, $(wc -c <"$SPEC") bytes"
 t_ok "cdi generate --check: the spec is current" "${CLI[@]}" cdi generate "--check=$SPEC" --capabilities=compute,utility
+# --mounts=hook: the same plan, cdi-hook makes the driver's mounts (docs/cdi.md)
+SPEC_HM=$T/spec-hm.json
+t_ok "gpu-cli cdi generate --mounts=hook on this driver" "${CLI[@]}" cdi generate "--output=$SPEC_HM" --capabilities=compute,utility --mounts=hook
+t_match "$("$GH_PYTHON" -c 'import json,sys; s=json.load(open(sys.argv[1])); print(" ".join(a for a in s["containerEdits"]["hooks"][0]["args"]))' "$SPEC_HM")" \
+        '--mount=[^ ]*/nvidia-smi::/usr/bin/nvidia-smi' "--mounts=hook: the hook mounts the ELF nvidia-smi"
 
 # ---------------------------------------------------------------------------------------------
 # Containers
@@ -82,7 +87,7 @@ cdi_bundle() {
         rm -rf "$T/r-$name" "$T/b-$name"
         cp -a "$rootfs_template" "$T/r-$name"
         make_bundle "$T/b-$name" "$T/r-$name" "$@"
-        "$GH_PYTHON" "$APPLY" --spec "$SPEC" "$T/b-$name" "$dev"
+        "$GH_PYTHON" "$APPLY" --spec "${CASE_SPEC:-$SPEC}" "$T/b-$name" "$dev"
 }
 
 # The first runc container after the GPU machine boots mounts cgroup2 in its own cgroup namespace,
@@ -92,7 +97,9 @@ cdi_bundle() {
 make_bundle "$T/b-warm" "$rootfs_template" /bin/true
 "$RUNC" run -b "$T/b-warm" "gh-cdi-warm-$$" >/dev/null 2>&1
 host_mountinfo_snapshot "$T/mounts.before"
-for dev in all 0 "$GPU0_UUID"; do
+for dev in all 0 "$GPU0_UUID" hm:all hm:0; do
+        CASE_SPEC=$SPEC
+        case $dev in hm:*) CASE_SPEC=$SPEC_HM dev=${dev#hm:} ;; esac
         if ! cdi_bundle case nvidia.com/gpu="$dev" /probe.sh 2>"$T/apply.err"; then
                 t_fail "nvidia.com/gpu=$dev: cdi-apply.py applies the spec"
                 t_diag_file "$T/apply.err"
@@ -101,6 +108,7 @@ for dev in all 0 "$GPU0_UUID"; do
         run_runc "$T/b-case" cdi
         OUT=$RUN_STDOUT
         want=$([ "$dev" = all ] && echo "$NGPU" || echo 1)
+        [ "$CASE_SPEC" = "$SPEC_HM" ] && dev="$dev (--mounts=hook)"
         t_is "$RUN_RC" 0 "nvidia.com/gpu=$dev: the container starts (runc, createContainer hook)" || t_diag "$RUN_STDERR"
         t_is "$(grep -c '^smi: GPU [0-9]' <<<"$OUT")" "$want" "nvidia.com/gpu=$dev: nvidia-smi -L lists $want GPU(s)"
         t_is "$(grep -c '^dev: ' <<<"$OUT")" "$want" "nvidia.com/gpu=$dev: $want /dev/nvidiaN node(s)"
