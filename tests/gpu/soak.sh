@@ -7,11 +7,11 @@
 #   bash tests/gpu/soak.sh --fake [--starts N] ...                the fake driver (default 200 starts);
 #                                                                 under meson or with GH_BUILD_DIR set
 #
-# N `runc run` starts, J at a time, of four kinds in a seeded random mix (equal shares; --seed or
+# N `runc run` starts, J at a time, of five kinds in a seeded random mix (equal shares; --seed or
 # GH_BENCH_SEED repeats it): plain (no hook); hook (gpu-hook as createRuntime hook, all GPUs,
 # compute,utility, NVIDIA_REQUIRE_CUDA=cuda>=12.0 on a warm driver-state cache); cdi (the spec of
 # `gpu-cli cdi generate` applied by tests/helpers/cdi-apply.py, nvidia.com/gpu=all, `gpu-cli cdi-hook`
-# as createContainer hook); runtime (a bundle without hooks run through gpu-runtime, which adds
+# as createContainer hook); cdi-hm (the same with `cdi generate --mounts=hook`); runtime (a bundle without hooks run through gpu-runtime, which adds
 # gpu-hook; same request as hook).  Every 50th start of a GPU kind runs the CUDA vector add (the fake
 # driver: cuda-probe) instead of /bin/true and must pass.  Each start gets its own rootfs (a hard-link
 # copy of one template; the template's checksum must not change, so nothing wrote into an image file
@@ -102,7 +102,7 @@ if ldcache:
 json.dump(c, open(path, "w"))
 PY
 GPU_ENV=(NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility "NVIDIA_REQUIRE_CUDA=cuda>=12.0")
-KINDS=(plain hook cdi runtime)
+KINDS=(plain hook cdi cdi-hm runtime)
 mkdir -p "$T/r0"
 for k in "${KINDS[@]}"; do
         for cmd in true probe; do
@@ -117,14 +117,16 @@ for k in "${KINDS[@]}"; do
                         bundle_add_hook "$b" createRuntime "$GPU_HOOK" "--config=$T/hook.json" createRuntime
                         bundle_set_env "$b" "${GPU_ENV[@]}" ;;
                 runtime) bundle_set_env "$b" "${GPU_ENV[@]}" ;;
-                cdi)
-                        if [ ! -f "$T/spec.json" ]; then
+                cdi | cdi-hm)
+                        spec=$T/spec-$k.json
+                        if [ ! -f "$spec" ]; then
                                 gen=("$GPU_CLI" "--root=$ROOT")
                                 [ -n "$LDCACHE" ] && gen+=("--ldcache=$LDCACHE")
-                                "${gen[@]}" cdi generate "--output=$T/spec.json" --capabilities=compute,utility ||
+                                [ $k = cdi-hm ] && gen+=(cdi generate --mounts=hook) || gen+=(cdi generate)
+                                "${gen[@]}" "--output=$spec" --capabilities=compute,utility ||
                                         { echo "Bail out! cdi generate failed"; exit 1; }
                         fi
-                        "$GH_PYTHON" "$APPLY" --spec "$T/spec.json" "$b" nvidia.com/gpu=all ||
+                        "$GH_PYTHON" "$APPLY" --spec "$spec" "$b" nvidia.com/gpu=all ||
                                 { echo "Bail out! cdi-apply.py failed"; exit 1; } ;;
                 esac
                 sed "s|\"$T/r0\"|\"@ROOTFS@\"|" "$b/config.json" >"$T/cfg-$k-$cmd.json"
@@ -172,9 +174,10 @@ dying_cgroups() {
 }
 run_files() { [ -d /run/gpu-hook ] && find /run/gpu-hook -printf '%y %m %p\n' | sort; }
 # Container records (/run/gpu-hook/containers) of containers that ran no poststop hook (plain runc
-# runs none) stay until a reader collects them: `gpu-cli ps` is one.  Collected before both
-# snapshots, so that what is compared is what gpu-hook leaves for good.
-collect_records() { "$GPU_CLI" ps >/dev/null 2>&1 || :; }
+# runs none) stay until a reader collects them: `gpu-cli ps` is one (with the driver root: without
+# a driver it stops before reading records).  Collected before both snapshots, so that what is
+# compared is what gpu-hook leaves for good.
+collect_records() { "$GPU_CLI" "--root=$ROOT" ps >/dev/null 2>&1 || :; }
 # Our processes: the programs under test and anything whose root or cwd is in our temp dir.
 our_procs() {
         local p exe root cwd
@@ -205,7 +208,7 @@ BPF_BEFORE=$(bpf_device_progs) DYING_BEFORE=$(dying_cgroups)
 [ -n "$SEED" ] || SEED=$(( (RANDOM << 15 | RANDOM) % 1000000 ))
 RANDOM=$SEED
 SCHEDULE=()
-for ((i = 0; i < STARTS; i++)); do SCHEDULE+=("${KINDS[i % 4]}"); done
+for ((i = 0; i < STARTS; i++)); do SCHEDULE+=("${KINDS[i % ${#KINDS[@]}]}"); done
 for ((i = STARTS - 1; i > 0; i--)); do
         j=$((RANDOM % (i + 1)))
         t=${SCHEDULE[i]} SCHEDULE[i]=${SCHEDULE[j]} SCHEDULE[j]=$t
@@ -267,8 +270,9 @@ def pct(v, p):
     v = sorted(v)
     k = max(1, -(-len(v) * p // 100))
     return v[k - 1]
-kinds = ["plain", "hook", "cdi", "runtime"]
+kinds = ["plain", "hook", "cdi", "cdi-hm", "runtime"]
 names = {"plain": "plain (no hook)", "hook": "gpu-hook (all + cuda>=12.0)", "cdi": "our CDI spec",
+         "cdi-hm": "our CDI spec, --mounts=hook",
          "runtime": "gpu-runtime -> gpu-hook"}
 p99 = {}
 print("| path | starts | failed | p50 ms | p90 ms | p99 ms | max ms | CPU p50 ms | CPU p99 ms |")
@@ -335,11 +339,17 @@ t_diag "gpu-hook log records: $(wc -l <"$T/gpu-hook.log" 2>/dev/null || echo 0) 
 if [ -s "$T/gpu-hook.log" ]; then
         "$GH_PYTHON" - "$T/gpu-hook.log" <<'PY' | while IFS= read -r l; do t_diag "$l"; done
 import json, sys
-v = sorted(json.loads(l)["timings_us"].get("configure", 0) / 1000 for l in open(sys.argv[1]) if l.strip())
-def pct(p):
+recs = [json.loads(l)["timings_us"] for l in open(sys.argv[1]) if l.strip()]
+def pct(v, p):
     return v[max(1, -(-len(v) * p // 100)) - 1]
+v = sorted(r.get("configure", 0) / 1000 for r in recs)
 if v:
-    print("gpu-hook's configure phase under this load (its log): p50 %.1f ms, p99 %.1f, max %.1f" % (pct(50), pct(99), v[-1]))
+    print("gpu-hook's configure phase under this load (its log): p50 %.1f ms, p99 %.1f, max %.1f" % (pct(v, 50), pct(v, 99), v[-1]))
+    # where that time goes under load: each part's p50 / p99 (ms)
+    parts = [k for k in recs[0] if k.startswith("configure.")]
+    print("its parts, p50 / p99 ms: " + ", ".join(
+        "%s %.1f / %.1f" % (k[len("configure."):], pct(sorted(r.get(k, 0) / 1000 for r in recs), 50),
+                            pct(sorted(r.get(k, 0) / 1000 for r in recs), 99)) for k in parts))
 PY
 fi
 echo "# gpu soak: $((T_COUNT - T_FAILED - T_SKIPPED)) passed, $T_FAILED failed, $T_SKIPPED skipped"
