@@ -122,7 +122,7 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
 
         memset(t, 0, sizeof(*t));
         memset(&ns, 0, sizeof(ns));
-        ns.self_mnt = ns.target_mnt = ns.proc_fd = ns.host_rootfs = ns.init_root = -1;
+        ns.self_mnt = ns.self_root = ns.self_cwd = ns.target_mnt = ns.proc_fd = ns.host_rootfs = ns.init_root = -1;
 
         if (gh_caps_init(err) < 0 || gh_caps_enter(GH_PHASE_DISCOVER, err) < 0)
                 return -1;

@@ -100,7 +100,8 @@ static void read_isa_level(const struct file *f, uint64_t off, uint64_t size, un
 
         if (size > MAX_NOTES || (buf = malloc(size + 1)) == NULL || !read_at(f, buf, size, off))
                 return;
-        while (size - at >= 12) {
+        /* at can pass size by the padding of the last note: compare before subtracting */
+        while (at <= size && size - at >= 12) {
                 uint32_t namesz, descsz, type;
                 memcpy(&namesz, buf + at, 4);
                 memcpy(&descsz, buf + at + 4, 4);

@@ -19,7 +19,8 @@ int gh_ns_open(pid_t pid, const char *rootfs, struct gh_ns *ns, gh_error_t *err)
         struct stat rst, cst;
 
         memset(ns, 0, sizeof(*ns));
-        ns->self_mnt = ns->target_mnt = ns->proc_fd = ns->host_rootfs = ns->init_root = -1;
+        ns->self_mnt = ns->self_root = ns->self_cwd = ns->target_mnt = ns->proc_fd = ns->host_rootfs = ns->init_root =
+                -1;
         ns->pid = pid;
         if (pid <= 0)
                 return gh_err_usage(err, "invalid --pid %d: pass the host pid of the container's init process",
@@ -28,6 +29,10 @@ int gh_ns_open(pid_t pid, const char *rootfs, struct gh_ns *ns, gh_error_t *err)
         ns->self_mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
         if (ns->self_mnt < 0)
                 return gh_err(err, errno, "opening our own mount namespace (/proc/self/ns/mnt)");
+        ns->self_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (ns->self_root < 0)
+                return gh_err(err, errno, "opening our own root directory");
+        ns->self_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC); /* -1: the root is where we come back */
         ns->proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (ns->proc_fd < 0)
                 return gh_err(err, errno, "opening /proc");
@@ -121,6 +126,10 @@ int gh_ns_leave(struct gh_ns *ns, gh_error_t *err)
         if (setns(ns->self_mnt, CLONE_NEWNS) < 0)
                 return gh_err(err, errno, "returning to our own mount namespace");
         ns->entered = false;
+        /* The process goes on after configure (gpu-hook writes its log and record): under an
+         * engine's chroot its paths must mean what they meant before. */
+        if (fchdir(ns->self_root) < 0 || chroot(".") < 0 || (ns->self_cwd >= 0 ? fchdir(ns->self_cwd) : chdir("/")) < 0)
+                return gh_err(err, errno, "returning to our own root directory");
         return 0;
 }
 
@@ -131,7 +140,8 @@ void gh_ns_close(struct gh_ns *ns)
                 gh_ns_leave(ns, &e);
                 gh_error_free(&e);
         }
-        int *fds[] = { &ns->self_mnt, &ns->target_mnt, &ns->proc_fd, &ns->host_rootfs, &ns->init_root };
+        int *fds[] = { &ns->self_mnt, &ns->self_root,   &ns->self_cwd, &ns->target_mnt,
+                       &ns->proc_fd,  &ns->host_rootfs, &ns->init_root };
         for (size_t i = 0; i < GH_ARRAY_SIZE(fds); i++) {
                 if (*fds[i] >= 0)
                         close(*fds[i]);

@@ -10,6 +10,8 @@
 struct gh_ns {
         pid_t pid;
         int self_mnt;    /* our own mount namespace, to come back to */
+        int self_root;   /* our root and working directory (O_PATH), restored on the way back: setns() */
+        int self_cwd;    /* leaves us at the namespace's root, not at a chroot's (an engine under chroot) */
         int target_mnt;  /* the container's (a pidfd or /proc/PID/ns/mnt) */
         int proc_fd;     /* the host's /proc, usable after setns */
         int host_rootfs; /* ROOTFS opened on the host side (O_PATH) */
@@ -30,7 +32,8 @@ int gh_ns_open(pid_t pid, const char *rootfs, struct gh_ns *ns, gh_error_t *err)
  * the engine's root. */
 int gh_ns_enter(struct gh_ns *ns, const char *rootfs, int *rootfd, gh_error_t *err);
 
-/* Back to our own namespace (safe to call when not entered). */
+/* Back to our own namespace, root and working directory (safe to call when not entered).  Needs
+ * CAP_SYS_CHROOT (the enter phase) to restore a root that is not the namespace's. */
 int gh_ns_leave(struct gh_ns *ns, gh_error_t *err);
 
 void gh_ns_close(struct gh_ns *ns);
