@@ -171,4 +171,7 @@ t_match "$(field smi)" "$UUID1" "... GPU 1"
 t_match "$(tail -n 1 "$T/hook.log" 2>/dev/null)" '"stage":"prestart"' "... through Docker's prestart hook"
 docker_stop
 mountinfo_unchanged "the host's mount table is as before, dockerd stopped" "$T/mounts.before"
+# gpu-hook configures in its own process and writes its log and record after leaving the
+# container's namespace: back in the engine's chroot, not at the host's root.
+t_not "nothing the hooks wrote landed at $ER in the host's root" test -e "$ER"
 t_done
