@@ -20,6 +20,7 @@
 
 #include "cgroup.h"
 #include "cleanup.h"
+#include "file.h"
 #include "log.h"
 
 #define PROLOGUE_HEAD 6 /* instructions that load the ctx fields */
@@ -261,6 +262,10 @@ static const char *pin_dir = GH_CGROUP_BPF_PIN_DIR;
 
 void gh_cgroup_bpf_set_pin_dir(const char *dir) { pin_dir = dir; }
 
+/* Where no bpffs holds pins (below). */
+static int id_get(const struct bpf_insn *insns, uint32_t n);
+static void id_save(int fd, const struct bpf_insn *insns, uint32_t n);
+
 /* FNV-1a over the instructions: a name for the pin, not a check of it. */
 static uint64_t insns_hash(const struct bpf_insn *insns, uint32_t n)
 {
@@ -329,17 +334,111 @@ static int pinned_get(const struct bpf_insn *insns, uint32_t n)
         int fd;
 
         if (pin_dir == NULL || pin_path(insns, n, path, sizeof(path)) < 0)
-                return -1;
+                return id_get(insns, n);
         a.pathname = ptr(path);
         fd = sys_bpf(BPF_OBJ_GET, &a);
         if (fd < 0)
-                return -1;
+                return id_get(insns, n);
         if (!prog_is(fd, insns, n)) {
                 gh_debug("%s is not the device program it is named after: loading a new one", path);
                 close(fd);
                 return -1;
         }
         return fd;
+}
+
+/* ---- where no bpffs is mounted: the program's id, kept in id_dir ---- */
+
+static unsigned unpin_all(int dirfd);
+
+static const char *id_dir = GH_CGROUP_BPF_ID_DIR;
+
+void gh_cgroup_bpf_set_id_dir(const char *dir) { id_dir = dir; }
+
+/* id_dir, root's and writable by nobody else (else it is not used), made when create. */
+static int open_id_dir(bool create)
+{
+        struct stat st;
+        int fd;
+
+        if (id_dir == NULL || id_dir[0] != '/')
+                return -1;
+        fd = open(id_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT && create) {
+                _cleanup_error_ gh_error_t e = NULL;
+                if (gh_mkdir_p_trusted(AT_FDCWD, id_dir, 0700, &e) == 0)
+                        fd = open(id_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
+        if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022) != 0)) {
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+/* The program recorded for these instructions, by id, when it is still loaded and is exactly them. */
+static int id_get(const struct bpf_insn *insns, uint32_t n)
+{
+        _cleanup_close_ int dirfd = open_id_dir(false), f = -1;
+        union bpf_attr a = { 0 };
+        char name[64], buf[24];
+        struct stat st;
+        unsigned long v;
+        char *end;
+        ssize_t got;
+        int fd;
+
+        if (dirfd < 0)
+                return -1;
+        snprintf(name, sizeof(name), "dev-%016llx-%u", (unsigned long long) insns_hash(insns, n), n);
+        f = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (f < 0 || fstat(f, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+            (got = read(f, buf, sizeof(buf) - 1)) <= 0)
+                return -1;
+        buf[got] = '\0';
+        errno = 0;
+        v = strtoul(buf, &end, 10);
+        if (errno != 0 || end == buf || (*end != '\0' && *end != '\n') || v == 0 || v > UINT32_MAX)
+                return -1;
+        a.prog_id = (uint32_t) v;
+        fd = sys_bpf(BPF_PROG_GET_FD_BY_ID, &a);
+        if (fd < 0)
+                return -1; /* gone with the last cgroup that held it */
+        if (!prog_is(fd, insns, n)) {
+                gh_debug("device program %lu is not the one %s/%s names: loading a new one", v, id_dir, name);
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+/* Records the id of a program just loaded from insns (and kept by the kernel as given). */
+static void id_save(int fd, const struct bpf_insn *insns, uint32_t n)
+{
+        _cleanup_close_ int dirfd = -1;
+        _cleanup_error_ gh_error_t e = NULL;
+        struct bpf_prog_info info = { 0 };
+        union bpf_attr a = { 0 };
+        char name[64], text[24];
+        unsigned count = 0;
+
+        a.info.bpf_fd = (uint32_t) fd;
+        a.info.info_len = sizeof(info);
+        a.info.info = ptr(&info);
+        if (sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &a) < 0 || info.id == 0 || (dirfd = open_id_dir(true)) < 0)
+                return;
+        {
+                _cleanup_closedir_ DIR *d = fdopendir(dup(dirfd));
+                struct dirent *de;
+                while (d != NULL && (de = readdir(d)) != NULL)
+                        count += strncmp(de->d_name, "dev-", 4) == 0;
+        }
+        if (count >= GH_CGROUP_BPF_PINS)
+                gh_debug("%s: %u program ids kept, removed %u to make room", id_dir, count, unpin_all(dirfd));
+        snprintf(name, sizeof(name), "dev-%016llx-%u", (unsigned long long) insns_hash(insns, n), n);
+        snprintf(text, sizeof(text), "%u\n", info.id);
+        if (gh_write_file_at(dirfd, name, text, strlen(text), 0600, GH_WRITE_ATOMIC, NULL, &e) < 0)
+                gh_debug("keeping the device program's id: %s", e->msg);
 }
 
 /* Empties the pin directory dirfd (the programs stay where they are attached). */
@@ -364,9 +463,12 @@ static void pin_new(int fd, const struct bpf_insn *insns, uint32_t n)
         char path[320];
         unsigned count = 0;
 
-        if (pin_dir == NULL || pin_path(insns, n, path, sizeof(path)) < 0 || !prog_is(fd, insns, n) ||
-            (dirfd = open_pin_dir(true)) < 0)
+        if (!prog_is(fd, insns, n))
                 return;
+        if (pin_dir == NULL || pin_path(insns, n, path, sizeof(path)) < 0 || (dirfd = open_pin_dir(true)) < 0) {
+                id_save(fd, insns, n); /* no bpffs here: the id, for while the program lives */
+                return;
+        }
         {
                 _cleanup_closedir_ DIR *d = fdopendir(dup(dirfd));
                 struct dirent *de;
@@ -383,12 +485,17 @@ static void pin_new(int fd, const struct bpf_insn *insns, uint32_t n)
 
 int gh_cgroup_bpf_forget(gh_error_t *err)
 {
-        _cleanup_close_ int dirfd = open_pin_dir(false);
-        unsigned n;
+        _cleanup_close_ int dirfd = open_pin_dir(false), idfd = open_id_dir(false);
+        unsigned n = 0;
 
+        if (idfd >= 0) {
+                n += unpin_all(idfd);
+                if (unlinkat(AT_FDCWD, id_dir, AT_REMOVEDIR) < 0 && errno != ENOENT && errno != ENOTEMPTY)
+                        return gh_err(err, errno, "removing %s", id_dir);
+        }
         if (dirfd < 0)
-                return 0;
-        n = unpin_all(dirfd);
+                return (int) n;
+        n += unpin_all(dirfd);
         if (unlinkat(AT_FDCWD, pin_dir, AT_REMOVEDIR) < 0 && errno != ENOENT && errno != ENOTEMPTY)
                 return gh_err(err, errno, "removing %s", pin_dir);
         return (int) n;
@@ -446,7 +553,7 @@ static int prepare(struct splice_set *set, const uint32_t *ids, const struct gh_
                         return gh_err(err, ENOMEM, "building the device program");
                 p->new_fd = pinned_get(insns, total);
                 if (p->new_fd >= 0) {
-                        gh_debug("device program for %zu rule(s) over program %u: the pinned one", n, p->id);
+                        gh_debug("device program for %zu rule(s) over program %u: the one kept for reuse", n, p->id);
                         continue;
                 }
                 p->new_fd = load(insns, total, err);

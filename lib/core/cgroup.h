@@ -91,6 +91,12 @@ int gh_cgroup_bpf_allow(int cgfd, const char *name, const struct gh_dev_rule *ru
 #define GH_CGROUP_BPF_PIN_DIR "/sys/fs/bpf/gpu-hook"
 #define GH_CGROUP_BPF_PINS 64
 void gh_cgroup_bpf_set_pin_dir(const char *dir);
+/* Where there is no bpffs to pin in: the ids of the programs loaded, one small file per rule set
+ * (at most GH_CGROUP_BPF_PINS).  A later start takes the program by id while some cgroup still holds
+ * it (another container with the same rules), after the same proof as a pin; the files keep nothing
+ * alive.  forget removes them too.  set_id_dir: another directory (tests), NULL: none. */
+#define GH_CGROUP_BPF_ID_DIR "/run/gpu-hook/devprog"
+void gh_cgroup_bpf_set_id_dir(const char *dir);
 int gh_cgroup_bpf_forget(gh_error_t *err);
 
 /* Number of BPF_CGROUP_DEVICE programs attached to the cgroup itself (not inherited), and its

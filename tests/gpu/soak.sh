@@ -173,8 +173,9 @@ dying_cgroups() {
         echo "-"
 }
 # (files only: the first GPU container of a fresh machine makes /run/gpu-hook and its containers/
-# directory, which are meant to stay)
-run_files() { [ -d /run/gpu-hook ] && find /run/gpu-hook ! -type d -printf '%y %m %p\n' | sort; }
+# directory, which are meant to stay; nor devprog/, the device programs' ids kept for reuse where
+# no bpffs is, a cache like the pins)
+run_files() { [ -d /run/gpu-hook ] && find /run/gpu-hook ! -type d ! -path '/run/gpu-hook/devprog/*' -printf '%y %m %p\n' | sort; }
 # Container records (/run/gpu-hook/containers) of containers that ran no poststop hook (plain runc
 # runs none) stay until a reader collects them: `gpu-cli ps` is one (with the driver root: without
 # a driver it stops before reading records).  Collected before both snapshots, so that what is

@@ -706,6 +706,83 @@ out:
         rmdir(bpffs);
 }
 
+/* No bpffs to pin in (some VMs): the program's id is kept instead, and a second container with the
+ * same rules gets the first one's program while that one still holds it. */
+static void test_v2_reuse_by_id(void)
+{
+        const char *tag = "v2 reuse by id";
+        struct probe p[3] = { 0 };
+        char nopin[PATH_MAX], ids[PATH_MAX], cg[3][PATH_MAX], rec[PATH_MAX + 64] = "";
+        _cleanup_close_ int lenient = -1;
+        int cgfd[3] = { -1, -1, -1 }, rt;
+        uint32_t id[3] = { 0 };
+        _cleanup_error_ gh_error_t err = NULL;
+        const char *msg;
+
+        snprintf(nopin, sizeof(nopin), "%s/not-a-bpffs/gpu-hook", tmpdir);
+        snprintf(ids, sizeof(ids), "%s/devprog", tmpdir);
+        gh_cgroup_bpf_set_pin_dir(nopin);
+        gh_cgroup_bpf_set_id_dir(ids);
+        for (int i = 0; i < 3; i++) {
+                snprintf(cg[i], sizeof(cg[i]), "%s/gh-test-reuseid%d-%d", v2_root, i, (int) getpid());
+                if (mkdir(cg[i], 0755) < 0 || (cgfd[i] = open(cg[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+                    (rt = load_runtime_prog(false)) < 0 || attach_prog(cgfd[i], rt, BPF_F_ALLOW_MULTI) < 0 ||
+                    start_in(&p[i], cg[i]) < 0) {
+                        ok(0, "%s: cgroup %d with the runtime stand-in: %m", tag, i);
+                        goto out;
+                }
+                close(rt);
+        }
+        msg = allow(p[0].pid, GH_CGROUP_V2, rule0, 1, CAPS_ALL);
+        ok(msg && *msg == '\0', "%s: first container: allowed", tag);
+        id[0] = attached_id(cgfd[0]);
+        is_int(count_pins(ids), 1, "%s: its program's id is kept (one file)", tag);
+        ok(access(nopin, F_OK) < 0, "%s: nothing made where no bpffs is", tag);
+        msg = allow(p[1].pid, GH_CGROUP_V2, rule0, 1, CAPS_ALL);
+        ok(msg && *msg == '\0', "%s: second container: allowed", tag);
+        id[1] = attached_id(cgfd[1]);
+        is_int(id[1], id[0], "%s: the second container gets the first one's program by its id (no load)", tag);
+        is_allowed(probe_do(&p[1], 'o', n0), "%s: second container: 195:0 is allowed", tag);
+        is_errno(probe_do(&p[1], 'o', n1), EPERM, "%s: second container: 195:1 is still denied", tag);
+        is_errno(probe_do(&p[1], 'o', "/dev/zero"), EPERM, "%s: second container: the runtime's deny holds", tag);
+
+        /* A record naming another program (here: the lenient stand-in) is not trusted. */
+        {
+                _cleanup_closedir_ DIR *d = opendir(ids);
+                struct dirent *de;
+                while (d != NULL && (de = readdir(d)) != NULL)
+                        if (strncmp(de->d_name, "dev-", 4) == 0)
+                                snprintf(rec, sizeof(rec), "%s/%s", ids, de->d_name);
+        }
+        struct bpf_prog_info info = { 0 };
+        union bpf_attr a = { 0 };
+        lenient = load_runtime_prog(true);
+        a.info.bpf_fd = (uint32_t) lenient;
+        a.info.info_len = sizeof(info);
+        a.info.info = (uint64_t) (uintptr_t) &info;
+        FILE *f = rec[0] && lenient >= 0 && bpf(BPF_OBJ_GET_INFO_BY_FD, &a) == 0 ? fopen(rec, "w") : NULL;
+        ok(f != NULL && fprintf(f, "%u\n", info.id) > 0 && fclose(f) == 0, "%s: the record names another program", tag);
+        msg = allow(p[2].pid, GH_CGROUP_V2, rule0, 1, CAPS_ALL);
+        ok(msg && *msg == '\0', "%s: third container: allowed", tag);
+        id[2] = attached_id(cgfd[2]);
+        ok(id[2] != 0 && id[2] != id[0] && id[2] != info.id, "%s: third container: a program loaded anew", tag);
+        is_allowed(probe_do(&p[2], 'o', n0), "%s: third container: 195:0 is allowed", tag);
+        is_errno(probe_do(&p[2], 'o', "/dev/zero"), EPERM, "%s: third container: the runtime's deny holds", tag);
+
+        ok(gh_cgroup_bpf_forget(&err) >= 1 && access(ids, F_OK) < 0, "%s: forget removes the ids and their directory",
+           tag);
+        is_int(attached_id(cgfd[1]), id[0], "%s: the program stays attached after forget", tag);
+out:
+        for (int i = 0; i < 3; i++) {
+                probe_stop(&p[i]);
+                if (cgfd[i] >= 0)
+                        close(cgfd[i]);
+                rmdir(cg[i]);
+        }
+        gh_cgroup_bpf_set_pin_dir(GH_CGROUP_BPF_PIN_DIR);
+        gh_cgroup_bpf_set_id_dir(NULL);
+}
+
 static bool is_cgroup2(const char *dir)
 {
         struct statfs sfs;
@@ -748,6 +825,8 @@ int main(void)
         }
         v2_root = stat("/sys/fs/cgroup/unified/cgroup.procs", &st) == 0 ? "/sys/fs/cgroup/unified" : "/sys/fs/cgroup";
         if (is_cgroup2(v2_root)) {
+                /* No kept ids but in the case about them: the host's /run/gpu-hook is not the tests' */
+                gh_cgroup_bpf_set_id_dir(NULL);
                 test_v2(V2_ONE, BPF_F_ALLOW_MULTI, CAPS_ALL);
                 test_v2(V2_ONE, 0, CAPS_ALL);
                 test_v2(V2_TWO, BPF_F_ALLOW_MULTI, CAPS_ALL);
@@ -756,6 +835,7 @@ int main(void)
                 test_v2(V2_ONE, BPF_F_ALLOW_MULTI, CAPS_SYS_ADMIN_ONLY);
                 test_v2(V2_ONE, BPF_F_ALLOW_MULTI, CAPS_NONE);
                 test_v2_reuse();
+                test_v2_reuse_by_id();
         } else {
                 tap_diag("no cgroup2 hierarchy: v2 cases skipped");
         }
