@@ -365,8 +365,15 @@ static int open_id_dir(bool create)
                 return -1;
         fd = open(id_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0 && errno == ENOENT && create) {
+                /* The parents as the state cache and the records make them (0755: readers of the
+                 * cache need to pass), the directory itself root's alone. */
                 _cleanup_error_ gh_error_t e = NULL;
-                if (gh_mkdir_p_trusted(AT_FDCWD, id_dir, 0700, &e) == 0)
+                _cleanup_free_ char *parent = strdup(id_dir);
+                char *slash = parent ? strrchr(parent, '/') : NULL;
+                if (slash != NULL && slash != parent)
+                        *slash = '\0';
+                if (slash != NULL && (slash == parent || gh_mkdir_p_trusted(AT_FDCWD, parent, 0755, &e) == 0) &&
+                    (mkdir(id_dir, 0700) == 0 || errno == EEXIST))
                         fd = open(id_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         }
         if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022) != 0)) {

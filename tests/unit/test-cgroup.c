@@ -720,7 +720,7 @@ static void test_v2_reuse_by_id(void)
         const char *msg;
 
         snprintf(nopin, sizeof(nopin), "%s/not-a-bpffs/gpu-hook", tmpdir);
-        snprintf(ids, sizeof(ids), "%s/devprog", tmpdir);
+        snprintf(ids, sizeof(ids), "%s/run/gpu-hook/devprog", tmpdir);
         gh_cgroup_bpf_set_pin_dir(nopin);
         gh_cgroup_bpf_set_id_dir(ids);
         for (int i = 0; i < 3; i++) {
@@ -738,6 +738,15 @@ static void test_v2_reuse_by_id(void)
         id[0] = attached_id(cgfd[0]);
         is_int(count_pins(ids), 1, "%s: its program's id is kept (one file)", tag);
         ok(access(nopin, F_OK) < 0, "%s: nothing made where no bpffs is", tag);
+        {
+                struct stat ds, ps;
+                char parent[PATH_MAX + 16];
+                snprintf(parent, sizeof(parent), "%s/run/gpu-hook", tmpdir);
+                ok(stat(ids, &ds) == 0 && (ds.st_mode & 07777) == 0700 && stat(parent, &ps) == 0 &&
+                           (ps.st_mode & 07777) == 0755,
+                   "%s: the id directory is made 0700, its missing parents 0755 (readers of the state cache pass)",
+                   tag);
+        }
         msg = allow(p[1].pid, GH_CGROUP_V2, rule0, 1, CAPS_ALL);
         ok(msg && *msg == '\0', "%s: second container: allowed", tag);
         id[1] = attached_id(cgfd[1]);
@@ -781,6 +790,13 @@ out:
         }
         gh_cgroup_bpf_set_pin_dir(GH_CGROUP_BPF_PIN_DIR);
         gh_cgroup_bpf_set_id_dir(NULL);
+        {
+                char d[PATH_MAX + 16];
+                snprintf(d, sizeof(d), "%s/run/gpu-hook", tmpdir);
+                rmdir(d);
+                snprintf(d, sizeof(d), "%s/run", tmpdir);
+                rmdir(d);
+        }
 }
 
 static bool is_cgroup2(const char *dir)
