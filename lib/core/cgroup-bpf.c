@@ -301,10 +301,47 @@ static int open_pin_dir(bool create)
         return fd;
 }
 
+/* The name a rule set's program is kept under, as a pin or as an id: "dev-HASH-COUNT". */
+static void kept_name(const struct bpf_insn *insns, uint32_t n, char name[static 48])
+{
+        snprintf(name, 48, "dev-%016llx-%u", (unsigned long long) insns_hash(insns, n), n);
+}
+
 static int pin_path(const struct bpf_insn *insns, uint32_t n, char *buf, size_t size)
 {
-        int r = snprintf(buf, size, "%s/dev-%016llx-%u", pin_dir, (unsigned long long) insns_hash(insns, n), n);
+        char name[48];
+        int r;
+
+        kept_name(insns, n, name);
+        r = snprintf(buf, size, "%s/%s", pin_dir, name);
         return r > 0 && (size_t) r < size ? 0 : -1;
+}
+
+/* Empties a directory of kept programs, pins or ids (the programs stay where they are attached). */
+static unsigned unpin_all(int dirfd)
+{
+        _cleanup_closedir_ DIR *d = fdopendir(dup(dirfd));
+        struct dirent *de;
+        unsigned n = 0;
+
+        while (d != NULL && (de = readdir(d)) != NULL)
+                if (strncmp(de->d_name, "dev-", 4) == 0 && unlinkat(dirfd, de->d_name, 0) == 0)
+                        n++;
+        return n;
+}
+
+/* Keeps a directory of kept programs under GH_CGROUP_BPF_PINS entries: at the limit it is emptied
+ * (one more start loads again; nothing attached changes). */
+static void make_room(int dirfd, const char *dir)
+{
+        _cleanup_closedir_ DIR *d = fdopendir(dup(dirfd));
+        struct dirent *de;
+        unsigned count = 0;
+
+        while (d != NULL && (de = readdir(d)) != NULL)
+                count += strncmp(de->d_name, "dev-", 4) == 0;
+        if (count >= GH_CGROUP_BPF_PINS)
+                gh_debug("%s: %u programs kept, removed %u to make room", dir, count, unpin_all(dirfd));
 }
 
 /* Whether fd is a device program whose instructions, as the kernel keeps them, are insns. */
@@ -349,8 +386,6 @@ static int pinned_get(const struct bpf_insn *insns, uint32_t n)
 
 /* ---- where no bpffs is mounted: the program's id, kept in id_dir ---- */
 
-static unsigned unpin_all(int dirfd);
-
 static const char *id_dir = GH_CGROUP_BPF_ID_DIR;
 
 void gh_cgroup_bpf_set_id_dir(const char *dir) { id_dir = dir; }
@@ -388,7 +423,7 @@ static int id_get(const struct bpf_insn *insns, uint32_t n)
 {
         _cleanup_close_ int dirfd = open_id_dir(false), f = -1;
         union bpf_attr a = { 0 };
-        char name[64], buf[24];
+        char name[48], buf[24];
         struct stat st;
         unsigned long v;
         char *end;
@@ -397,7 +432,7 @@ static int id_get(const struct bpf_insn *insns, uint32_t n)
 
         if (dirfd < 0)
                 return -1;
-        snprintf(name, sizeof(name), "dev-%016llx-%u", (unsigned long long) insns_hash(insns, n), n);
+        kept_name(insns, n, name);
         f = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         if (f < 0 || fstat(f, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
             (got = read(f, buf, sizeof(buf) - 1)) <= 0)
@@ -426,39 +461,18 @@ static void id_save(int fd, const struct bpf_insn *insns, uint32_t n)
         _cleanup_error_ gh_error_t e = NULL;
         struct bpf_prog_info info = { 0 };
         union bpf_attr a = { 0 };
-        char name[64], text[24];
-        unsigned count = 0;
+        char name[48], text[24];
 
         a.info.bpf_fd = (uint32_t) fd;
         a.info.info_len = sizeof(info);
         a.info.info = ptr(&info);
         if (sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &a) < 0 || info.id == 0 || (dirfd = open_id_dir(true)) < 0)
                 return;
-        {
-                _cleanup_closedir_ DIR *d = fdopendir(dup(dirfd));
-                struct dirent *de;
-                while (d != NULL && (de = readdir(d)) != NULL)
-                        count += strncmp(de->d_name, "dev-", 4) == 0;
-        }
-        if (count >= GH_CGROUP_BPF_PINS)
-                gh_debug("%s: %u program ids kept, removed %u to make room", id_dir, count, unpin_all(dirfd));
-        snprintf(name, sizeof(name), "dev-%016llx-%u", (unsigned long long) insns_hash(insns, n), n);
+        make_room(dirfd, id_dir);
+        kept_name(insns, n, name);
         snprintf(text, sizeof(text), "%u\n", info.id);
         if (gh_write_file_at(dirfd, name, text, strlen(text), 0600, GH_WRITE_ATOMIC, NULL, &e) < 0)
                 gh_debug("keeping the device program's id: %s", e->msg);
-}
-
-/* Empties the pin directory dirfd (the programs stay where they are attached). */
-static unsigned unpin_all(int dirfd)
-{
-        _cleanup_closedir_ DIR *d = fdopendir(dup(dirfd));
-        struct dirent *de;
-        unsigned n = 0;
-
-        while (d != NULL && (de = readdir(d)) != NULL)
-                if (strncmp(de->d_name, "dev-", 4) == 0 && unlinkat(dirfd, de->d_name, 0) == 0)
-                        n++;
-        return n;
 }
 
 /* Pins a program just loaded from insns, when the kernel kept it as given (else a later start could
@@ -468,7 +482,6 @@ static void pin_new(int fd, const struct bpf_insn *insns, uint32_t n)
         _cleanup_close_ int dirfd = -1;
         union bpf_attr a = { 0 };
         char path[320];
-        unsigned count = 0;
 
         if (!prog_is(fd, insns, n))
                 return;
@@ -476,14 +489,7 @@ static void pin_new(int fd, const struct bpf_insn *insns, uint32_t n)
                 id_save(fd, insns, n); /* no bpffs here: the id, for while the program lives */
                 return;
         }
-        {
-                _cleanup_closedir_ DIR *d = fdopendir(dup(dirfd));
-                struct dirent *de;
-                while (d != NULL && (de = readdir(d)) != NULL)
-                        count += strncmp(de->d_name, "dev-", 4) == 0;
-        }
-        if (count >= GH_CGROUP_BPF_PINS)
-                gh_debug("%s: %u programs pinned, unpinned %u to make room", pin_dir, count, unpin_all(dirfd));
+        make_room(dirfd, pin_dir);
         a.pathname = ptr(path);
         a.bpf_fd = (uint32_t) fd;
         if (sys_bpf(BPF_OBJ_PIN, &a) < 0 && errno != EEXIST)

@@ -627,13 +627,41 @@ static int count_pins(const char *dir)
  * program the first one loaded (pinned in a bpffs of this test's own); a pin that holds another
  * program is not used; unpinning leaves attached programs alone.  Runs last: it leaves this process
  * in a private mount namespace. */
+/* Three cgroups under v2_root, each with the runtime stand-in attached and a probe process in it:
+ * the containers of the reuse cases.  0, or -1 after a failed check. */
+static int reuse_containers(const char *tag, const char *kind, char cg[3][PATH_MAX], int cgfd[3], struct probe p[3])
+{
+        for (int i = 0; i < 3; i++) {
+                int rt;
+                snprintf(cg[i], PATH_MAX, "%s/gh-test-%s%d-%d", v2_root, kind, i, (int) getpid());
+                if (mkdir(cg[i], 0755) < 0 || (cgfd[i] = open(cg[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+                    (rt = load_runtime_prog(false)) < 0 || attach_prog(cgfd[i], rt, BPF_F_ALLOW_MULTI) < 0 ||
+                    start_in(&p[i], cg[i]) < 0) {
+                        ok(0, "%s: cgroup %d with the runtime stand-in: %m", tag, i);
+                        return -1;
+                }
+                close(rt);
+        }
+        return 0;
+}
+
+static void reuse_containers_stop(char cg[3][PATH_MAX], int cgfd[3], struct probe p[3])
+{
+        for (int i = 0; i < 3; i++) {
+                probe_stop(&p[i]);
+                if (cgfd[i] >= 0)
+                        close(cgfd[i]);
+                rmdir(cg[i]);
+        }
+}
+
 static void test_v2_reuse(void)
 {
         const char *tag = "v2 reuse";
         struct probe p[3] = { 0 };
         char bpffs[PATH_MAX], pins[PATH_MAX + 16], cg[3][PATH_MAX], pinned[PATH_MAX + 64] = "";
         _cleanup_close_ int lenient = -1;
-        int cgfd[3] = { -1, -1, -1 }, rt;
+        int cgfd[3] = { -1, -1, -1 };
         uint32_t id[3] = { 0 };
         _cleanup_error_ gh_error_t err = NULL;
         const char *msg;
@@ -646,16 +674,8 @@ static void test_v2_reuse(void)
         }
         snprintf(pins, sizeof(pins), "%s/gpu-hook", bpffs);
         gh_cgroup_bpf_set_pin_dir(pins);
-        for (int i = 0; i < 3; i++) {
-                snprintf(cg[i], sizeof(cg[i]), "%s/gh-test-reuse%d-%d", v2_root, i, (int) getpid());
-                if (mkdir(cg[i], 0755) < 0 || (cgfd[i] = open(cg[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-                    (rt = load_runtime_prog(false)) < 0 || attach_prog(cgfd[i], rt, BPF_F_ALLOW_MULTI) < 0 ||
-                    start_in(&p[i], cg[i]) < 0) {
-                        ok(0, "%s: cgroup %d with the runtime stand-in: %m", tag, i);
-                        goto out;
-                }
-                close(rt);
-        }
+        if (reuse_containers(tag, "reuse", cg, cgfd, p) < 0)
+                goto out;
         msg = allow(p[0].pid, GH_CGROUP_V2, rule0, 1, CAPS_ALL);
         ok(msg && *msg == '\0', "%s: first container: allowed", tag);
         id[0] = attached_id(cgfd[0]);
@@ -695,12 +715,7 @@ static void test_v2_reuse(void)
         is_int(attached_id(cgfd[1]), id[0], "%s: the program stays attached after forget", tag);
         is_allowed(probe_do(&p[1], 'o', n0), "%s: and still allows 195:0", tag);
 out:
-        for (int i = 0; i < 3; i++) {
-                probe_stop(&p[i]);
-                if (cgfd[i] >= 0)
-                        close(cgfd[i]);
-                rmdir(cg[i]);
-        }
+        reuse_containers_stop(cg, cgfd, p);
         gh_cgroup_bpf_set_pin_dir(GH_CGROUP_BPF_PIN_DIR);
         umount2(bpffs, MNT_DETACH);
         rmdir(bpffs);
@@ -714,7 +729,7 @@ static void test_v2_reuse_by_id(void)
         struct probe p[3] = { 0 };
         char nopin[PATH_MAX], ids[PATH_MAX], cg[3][PATH_MAX], rec[PATH_MAX + 64] = "";
         _cleanup_close_ int lenient = -1;
-        int cgfd[3] = { -1, -1, -1 }, rt;
+        int cgfd[3] = { -1, -1, -1 };
         uint32_t id[3] = { 0 };
         _cleanup_error_ gh_error_t err = NULL;
         const char *msg;
@@ -723,16 +738,8 @@ static void test_v2_reuse_by_id(void)
         snprintf(ids, sizeof(ids), "%s/run/gpu-hook/devprog", tmpdir);
         gh_cgroup_bpf_set_pin_dir(nopin);
         gh_cgroup_bpf_set_id_dir(ids);
-        for (int i = 0; i < 3; i++) {
-                snprintf(cg[i], sizeof(cg[i]), "%s/gh-test-reuseid%d-%d", v2_root, i, (int) getpid());
-                if (mkdir(cg[i], 0755) < 0 || (cgfd[i] = open(cg[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-                    (rt = load_runtime_prog(false)) < 0 || attach_prog(cgfd[i], rt, BPF_F_ALLOW_MULTI) < 0 ||
-                    start_in(&p[i], cg[i]) < 0) {
-                        ok(0, "%s: cgroup %d with the runtime stand-in: %m", tag, i);
-                        goto out;
-                }
-                close(rt);
-        }
+        if (reuse_containers(tag, "reuseid", cg, cgfd, p) < 0)
+                goto out;
         msg = allow(p[0].pid, GH_CGROUP_V2, rule0, 1, CAPS_ALL);
         ok(msg && *msg == '\0', "%s: first container: allowed", tag);
         id[0] = attached_id(cgfd[0]);
@@ -782,12 +789,7 @@ static void test_v2_reuse_by_id(void)
            tag);
         is_int(attached_id(cgfd[1]), id[0], "%s: the program stays attached after forget", tag);
 out:
-        for (int i = 0; i < 3; i++) {
-                probe_stop(&p[i]);
-                if (cgfd[i] >= 0)
-                        close(cgfd[i]);
-                rmdir(cg[i]);
-        }
+        reuse_containers_stop(cg, cgfd, p);
         gh_cgroup_bpf_set_pin_dir(GH_CGROUP_BPF_PIN_DIR);
         gh_cgroup_bpf_set_id_dir(NULL);
         {
