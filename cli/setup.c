@@ -77,6 +77,7 @@ static void usage(FILE *out)
         fprintf(out,
                 "Usage: gpu-cli setup docker|containerd|crio|podman [OPTIONS]\n"
                 "       gpu-cli setup dev-char-links [OPTIONS]   (see 'gpu-cli setup dev-char-links --help')\n"
+                "       gpu-cli setup bpffs [--dry-run | --undo] (see 'gpu-cli setup bpffs --help')\n"
                 "\n"
                 "Configures a container engine to use gpu-hook and gpu-runtime.\n"
                 "  docker      daemon.json: runtime \"gpu\" (gpu-runtime), and nvidia-container-runtime-hook\n"
@@ -703,6 +704,8 @@ int cmd_setup(int argc, char **argv, const struct cli_globals *g)
 
         if (argc >= 2 && strcmp(argv[1], "dev-char-links") == 0)
                 return cli_setup_dev_char(argc - 1, argv + 1, g);
+        if (argc >= 2 && strcmp(argv[1], "bpffs") == 0)
+                return cli_setup_bpffs(argc - 1, argv + 1, g);
         if (parse(argc, argv, &o) < 0)
                 return GH_EXIT_USAGE;
         if (build_plan(&o, &p, &err) < 0)

@@ -30,5 +30,7 @@ void setup_print_diff(FILE *out, const char *path, const char *old, const char *
 /* gpu-cli setup dev-char-links (setup-devchar.c); argv[0] = "dev-char-links". */
 struct cli_globals;
 int cli_setup_dev_char(int argc, char **argv, const struct cli_globals *g);
+/* gpu-cli setup bpffs (setup-bpffs.c); argv[0] = "bpffs". */
+int cli_setup_bpffs(int argc, char **argv, const struct cli_globals *g);
 
 #endif

@@ -70,8 +70,8 @@ for cmd in $commands; do
                 subs=$("$CLI" cdi --help 2>&1 | awk '/^  [a-z]+ / { print "cdi " $1 }')
                 t_ok "gpu-cli cdi --help lists generate, refresh and list" test "$(tr '\n' ' ' <<<"$subs")" = "cdi generate cdi refresh cdi list "
         fi
-        # setup's --help names its dev-char-links form, which has its own --help
-        [ "$cmd" = setup ] && subs=$(printf 'setup\nsetup dev-char-links')
+        # setup's --help names its dev-char-links and bpffs forms, each with its own --help
+        [ "$cmd" = setup ] && subs=$(printf 'setup\nsetup dev-char-links\nsetup bpffs')
         while read -r sub; do
                 read -ra words <<<"$sub" # "cdi generate": two words
                 help=$("$CLI" "${words[@]}" --help 2>&1)
@@ -90,7 +90,7 @@ done
 # A section for a command gpu-cli does not have is stale.
 for title in $(sed -n 's/^## //p' "$MAN/gpu-cli.1.scd" | tr ' ' '+'); do
         title=${title//+/ }
-        case " $commands cdi generate cdi refresh cdi list setup dev-char-links " in
+        case " $commands cdi generate cdi refresh cdi list setup dev-char-links setup bpffs " in
         *" $title "*) ;;
         *) t_fail "gpu-cli(1) has a section '## $title' for a command gpu-cli --help does not list" ;;
         esac
