@@ -24,7 +24,7 @@
 #endif
 
 #define BPFFS_DEFAULT "/sys/fs/bpf"
-/* systemd's own (mount-setup.c): nosuid,nodev,noexec,relatime and only root may look inside. */
+/* systemd's own for it: nosuid,nodev,noexec,relatime and only root may look inside. */
 #define BPFFS_FLAGS (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RELATIME)
 #define BPFFS_OPTIONS "mode=0700"
 

@@ -18,7 +18,9 @@
 #include "readfile.h"
 #include "runtime.h"
 
-static int read_spec(int dirfd, const char *bundle, struct stat *st, json_t **out, gh_error_t *err)
+/* The document to edit (jansson) and, from the same bytes, what the hook reads of it (oci.h). */
+static int read_spec(int dirfd, const char *bundle, struct stat *st, json_t **out, struct gh_oci_spec *parsed,
+                     gh_error_t *err)
 {
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *buf = NULL;
@@ -35,6 +37,8 @@ static int read_spec(int dirfd, const char *bundle, struct stat *st, json_t **ou
         if (!S_ISREG(st->st_mode))
                 return gh_err(err, 0, "%s/config.json is not a regular file", bundle);
         if (gh_read_bounded(fd, GH_OCI_CONFIG_MAX, &buf, &len, "the bundle's config.json", err) < 0)
+                return -1;
+        if (gh_oci_spec_parse(buf, len, bundle, parsed, err) < 0)
                 return -1;
         *out = gh_json_parse(buf, len, "the bundle's config.json", err);
         return *out ? 0 : -1;
@@ -72,10 +76,8 @@ int gh_rt_prepare_bundle(const char *bundle, const struct gh_config *cfg, const 
         dirfd = open(bundle, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dirfd < 0)
                 return gh_err(err, errno, "opening the bundle directory %s", bundle);
-        if (read_spec(dirfd, bundle, &st, &spec, err) < 0)
-                return -1;
-        if (gh_oci_spec_from_json(spec, bundle, &parsed, err) < 0)
-                return -1;
+        if (read_spec(dirfd, bundle, &st, &spec, &parsed, err) < 0)
+                goto out;
         if (gh_env_decide(&parsed, cfg, &d, err) < 0)
                 goto out;
         if (!d.gpu_container) {

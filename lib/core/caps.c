@@ -6,7 +6,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/capability.h>
+#include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "caps.h"
@@ -59,13 +61,6 @@ static const struct {
 
 #define BIT(c) (UINT64_C(1) << (c))
 
-static void cap_freep(cap_t *c)
-{
-        if (*c)
-                cap_free(*c);
-}
-#define _cleanup_cap_ _cleanup_(cap_freep)
-
 /* Highest capability number the kernel knows (CAP_LAST_CAP of the running kernel, not ours). */
 static cap_value_t last_cap(void)
 {
@@ -102,45 +97,60 @@ uint64_t gh_caps_union_mask(unsigned which)
         return m;
 }
 
+/* The capability sets, read and written with capget/capset directly: a phase change is one
+ * capset, not the three capget and one capset of libcap's cap_get_proc/cap_set_proc (a start
+ * changes phase a dozen times).  Only this file changes the permitted set, so it is read once and
+ * then remembered; a uid change (gh_caps_drop_all_as) forgets it. */
+static struct {
+        bool known;
+        uint64_t permitted;
+} cur_caps;
+
 static int permitted_mask(uint64_t *mask, gh_error_t *err)
 {
-        _cleanup_cap_ cap_t cur = cap_get_proc();
-        cap_flag_value_t v;
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+        struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
 
-        if (cur == NULL)
-                return gh_err(err, errno, "reading the process capabilities");
-        *mask = 0;
-        for (cap_value_t c = 0; c <= last_cap(); c++)
-                if (cap_get_flag(cur, c, CAP_PERMITTED, &v) == 0 && v == CAP_SET)
-                        *mask |= BIT(c);
+        if (!cur_caps.known) {
+                memset(d, 0, sizeof(d));
+                if (syscall(SYS_capget, &h, d) < 0)
+                        return gh_err(err, errno, "reading the process capabilities");
+                cur_caps.permitted = (uint64_t) d[1].permitted << 32 | d[0].permitted;
+                cur_caps.known = true;
+        }
+        *mask = cur_caps.permitted & (last_cap() >= 63 ? ~UINT64_C(0) : (BIT(last_cap() + 1) - 1));
         return 0;
 }
 
-/* Sets permitted and effective exactly (effective must be a subset); inheritable becomes empty. */
+/* Inheritable stays empty, as libcap's cap_init() made it. */
 static int set_caps(uint64_t permitted, uint64_t effective, gh_error_t *err)
 {
-        _cleanup_cap_ cap_t c = cap_init();
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+        struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
 
-        if (c == NULL)
-                return gh_err(err, errno, "allocating a capability set");
-        for (cap_value_t v = 0; v <= last_cap(); v++) {
-                if ((permitted & BIT(v)) && cap_set_flag(c, CAP_PERMITTED, 1, &v, CAP_SET) < 0)
-                        return gh_err(err, errno, "building a capability set");
-                if ((effective & permitted & BIT(v)) && cap_set_flag(c, CAP_EFFECTIVE, 1, &v, CAP_SET) < 0)
-                        return gh_err(err, errno, "building a capability set");
-        }
-        if (cap_set_proc(c) < 0)
+        effective &= permitted;
+        memset(d, 0, sizeof(d));
+        d[0].permitted = (uint32_t) permitted;
+        d[1].permitted = (uint32_t) (permitted >> 32);
+        d[0].effective = (uint32_t) effective;
+        d[1].effective = (uint32_t) (effective >> 32);
+        if (syscall(SYS_capset, &h, d) < 0) {
+                cur_caps.known = false;
                 return gh_err(err, errno, "setting the process capabilities");
+        }
+        cur_caps.permitted = permitted;
+        cur_caps.known = true;
         return 0;
 }
 
-/* Drops from the bounding set every capability outside keep.  Needs CAP_SETPCAP in effective. */
+/* Drops every capability not in keep from the bounding set.  PR_CAPBSET_DROP of one that is gone
+ * already succeeds, so there is no read before each drop. */
 static int shrink_bounding(uint64_t keep, gh_error_t *err)
 {
         for (cap_value_t c = 0; c <= last_cap(); c++) {
-                if ((keep & BIT(c)) || cap_get_bound(c) != 1)
+                if (keep & BIT(c))
                         continue;
-                if (cap_drop_bound(c) < 0) {
+                if (prctl(PR_CAPBSET_DROP, (unsigned long) c, 0, 0, 0) < 0) {
                         char name[32];
                         return gh_err(err, errno, "dropping %s from the bounding set",
                                       cap_label(c, name, sizeof(name)));
@@ -242,6 +252,7 @@ int gh_caps_drop_all_as(uid_t uid, gid_t gid, gh_error_t *err)
         }
         if (uid != (uid_t) -1 && setresuid(uid, uid, uid) < 0)
                 return gh_err(err, errno, "dropping capabilities: switching to uid %u", (unsigned) uid);
+        cur_caps.known = false; /* leaving uid 0 clears the permitted set */
         if (set_caps(0, 0, err) < 0)
                 return gh_err_wrap(err, "dropping capabilities");
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

@@ -69,7 +69,11 @@ static int kept_plan(const struct gh_configure_opts *o, int droot, struct gh_ns 
         *fp_text = steal_pointer(&fp.text);
         if (req->cache->plan_lookup(req->state_file, *key, *fp_text, &text) != 1)
                 return 0;
-        if (gh_plan_from_text(text, strlen(text), plan, &e) < 0 || gh_plan_check_devices(plan, droot, &e) < 0) {
+        /* Bound device nodes are checked as they are opened (gh_plan_open_sources: a node that is
+         * gone or changed makes gh_configure build the plan anew); nodes made with mknod are
+         * opened by nobody, so they are checked here. */
+        if (gh_plan_from_text(text, strlen(text), plan, &e) < 0 ||
+            (plan->no_devbind && gh_plan_check_devices(plan, droot, &e) < 0)) {
                 gh_debug("plan: the kept one is refused (%s); building it", e->msg);
                 gh_plan_free(plan);
                 memset(plan, 0, sizeof(*plan));

@@ -126,194 +126,249 @@ static char *join_path(const char *base, const char *rel)
         return out;
 }
 
-static int parse_env(json_t *process, const char *what, struct gh_oci_spec *spec, gh_error_t *err)
-{
-        json_t *env = json_object_get(process, "env"), *v;
-        size_t i;
+/* ---- config.json -------------------------------------------------------------------------------
+ * Read with the library's own reader (lib/core/jsonread.h), keeping only the members below: a
+ * config.json an engine wrote is mostly what the hook never looks at (linux.resources, seccomp,
+ * every mount option, hooks), and a full jansson tree of Docker's 15 KiB spec costs more than the
+ * rest of a GPU start's user-space work.  What is dropped is still checked to be JSON. */
+static const char *const spec_keep[] = {
+        "ociVersion", "root", "process.env", "process.capabilities", "mounts", "linux.devices", "annotations", NULL,
+};
+/* cdi-hook's: root.path and linux.devices of a config.json its spec made large. */
+static const char *const spec_keep_brief[] = { "ociVersion", "root", "linux.devices", NULL };
 
-        if (env == NULL || json_is_null(env))
-                env = NULL;
-        else if (!json_is_array(env))
-                return gh_err(err, 0, "%s: \"process.env\" must be an array of \"KEY=VALUE\" strings", what);
-        spec->env = calloc((env ? json_array_size(env) : 0) + 1, sizeof(char *));
+#define WHAT "the bundle's config.json"
+
+static bool is_null(const struct gh_json *d, int v) { return v < 0 || d->v[v].type == GH_JSON_NULL; }
+
+/* Copies an optional string member; a member of another type is an error naming it.  (The reader
+ * refuses a NUL in any string.) */
+static int doc_string(const struct gh_json *d, int obj, const char *key, char **out, gh_error_t *err)
+{
+        int v = gh_json_get(d, obj, key);
+
+        *out = NULL;
+        if (is_null(d, v))
+                return 0;
+        if (d->v[v].type != GH_JSON_STRING)
+                return gh_err(err, 0, "%s: \"%s\" must be a string", WHAT, key);
+        if ((*out = strdup(d->v[v].str)) == NULL)
+                return gh_err(err, ENOMEM, "%s", WHAT);
+        return 0;
+}
+
+static size_t count_children(const struct gh_json *d, int node)
+{
+        size_t n = 0;
+        for (int c = d->v[node].child; c >= 0; c = d->v[c].next)
+                n++;
+        return n;
+}
+
+static int parse_env(const struct gh_json *d, int process, struct gh_oci_spec *spec, gh_error_t *err)
+{
+        int env = gh_json_get(d, process, "env");
+        size_t i = 0;
+
+        if (is_null(d, env))
+                env = -1;
+        else if (d->v[env].type != GH_JSON_ARRAY)
+                return gh_err(err, 0, "%s: \"process.env\" must be an array of \"KEY=VALUE\" strings", WHAT);
+        spec->env = calloc((env >= 0 ? count_children(d, env) : 0) + 1, sizeof(char *));
         if (spec->env == NULL)
-                return gh_err(err, ENOMEM, "%s", what);
-        json_array_foreach (env, i, v) {
-                const char *s;
-                if (!json_is_string(v))
-                        return gh_err(err, 0, "%s: \"process.env\" entry %zu is not a string", what, i);
-                s = json_string_value(v);
-                if (strlen(s) != json_string_length(v))
-                        return gh_err(err, 0, "%s: \"process.env\" entry %zu contains a NUL character", what, i);
+                return gh_err(err, ENOMEM, "%s", WHAT);
+        for (int c = env >= 0 ? d->v[env].child : -1; c >= 0; c = d->v[c].next, i++) {
+                const char *s = d->v[c].str;
+                if (d->v[c].type != GH_JSON_STRING)
+                        return gh_err(err, 0, "%s: \"process.env\" entry %zu is not a string", WHAT, i);
                 if (strchr(s, '=') == NULL)
                         return gh_err(err, 0, "%s: \"process.env\" entry '%.64s%s' has no '='; write it as KEY=VALUE",
-                                      what, s, strlen(s) > 64 ? "..." : "");
+                                      WHAT, s, strlen(s) > 64 ? "..." : "");
                 spec->env[spec->n_env] = strdup(s);
                 if (spec->env[spec->n_env] == NULL)
-                        return gh_err(err, ENOMEM, "%s", what);
+                        return gh_err(err, ENOMEM, "%s", WHAT);
                 spec->n_env++;
         }
         return 0;
 }
 
 /* ociVersion 1.0.0-rc1..rc4 had a flat list of capabilities; later ones an object of sets. */
-static int parse_privileged(json_t *process, const char *what, struct gh_oci_spec *spec, gh_error_t *err)
+static int parse_privileged(const struct gh_json *d, int process, struct gh_oci_spec *spec, gh_error_t *err)
 {
-        json_t *caps = json_object_get(process, "capabilities"), *set, *v;
-        size_t i;
+        int caps = gh_json_get(d, process, "capabilities"), set;
+        size_t i = 0;
 
-        if (caps == NULL || json_is_null(caps))
+        if (is_null(d, caps))
                 return 0;
-        if (json_is_array(caps))
+        if (d->v[caps].type == GH_JSON_ARRAY)
                 set = caps;
-        else if (json_is_object(caps))
-                set = json_object_get(caps, "bounding");
+        else if (d->v[caps].type == GH_JSON_OBJECT)
+                set = gh_json_get(d, caps, "bounding");
         else
-                return gh_err(err, 0, "%s: \"process.capabilities\" must be an object", what);
-        if (set == NULL || json_is_null(set))
+                return gh_err(err, 0, "%s: \"process.capabilities\" must be an object", WHAT);
+        if (is_null(d, set))
                 return 0;
-        if (!json_is_array(set))
-                return gh_err(err, 0, "%s: \"process.capabilities.bounding\" must be an array", what);
-        json_array_foreach (set, i, v) {
-                if (!json_is_string(v))
-                        return gh_err(err, 0, "%s: \"process.capabilities.bounding\" entry %zu is not a string", what,
+        if (d->v[set].type != GH_JSON_ARRAY)
+                return gh_err(err, 0, "%s: \"process.capabilities.bounding\" must be an array", WHAT);
+        for (int c = d->v[set].child; c >= 0; c = d->v[c].next, i++) {
+                if (d->v[c].type != GH_JSON_STRING)
+                        return gh_err(err, 0, "%s: \"process.capabilities.bounding\" entry %zu is not a string", WHAT,
                                       i);
-                if (strcmp(json_string_value(v), CAP_SYS_ADMIN_NAME) == 0)
+                if (strcmp(d->v[c].str, CAP_SYS_ADMIN_NAME) == 0)
                         spec->privileged = true;
         }
         return 0;
 }
 
-static int parse_mounts(json_t *j, const char *what, struct gh_oci_spec *spec, gh_error_t *err)
+static int parse_mounts(const struct gh_json *d, struct gh_oci_spec *spec, gh_error_t *err)
 {
-        json_t *mounts = json_object_get(j, "mounts"), *m;
-        size_t i;
+        int mounts = gh_json_get(d, 0, "mounts");
+        size_t i = 0;
 
-        if (mounts == NULL || json_is_null(mounts))
+        if (is_null(d, mounts))
                 return 0;
-        if (!json_is_array(mounts))
-                return gh_err(err, 0, "%s: \"mounts\" must be an array", what);
-        spec->mounts = calloc(json_array_size(mounts) + 1, sizeof(*spec->mounts));
+        if (d->v[mounts].type != GH_JSON_ARRAY)
+                return gh_err(err, 0, "%s: \"mounts\" must be an array", WHAT);
+        spec->mounts = calloc(count_children(d, mounts) + 1, sizeof(*spec->mounts));
         if (spec->mounts == NULL)
-                return gh_err(err, ENOMEM, "%s", what);
-        json_array_foreach (mounts, i, m) {
+                return gh_err(err, ENOMEM, "%s", WHAT);
+        for (int c = d->v[mounts].child; c >= 0; c = d->v[c].next, i++) {
                 struct gh_oci_mount *out = &spec->mounts[spec->n_mounts];
-                if (!json_is_object(m))
-                        return gh_err(err, 0, "%s: \"mounts\" entry %zu is not an object", what, i);
+                if (d->v[c].type != GH_JSON_OBJECT)
+                        return gh_err(err, 0, "%s: \"mounts\" entry %zu is not an object", WHAT, i);
                 spec->n_mounts++;
-                if (get_string(m, "destination", what, &out->destination, err) < 0 ||
-                    get_string(m, "source", what, &out->source, err) < 0)
+                if (doc_string(d, c, "destination", &out->destination, err) < 0 ||
+                    doc_string(d, c, "source", &out->source, err) < 0)
                         return gh_err_wrap(err, "mount %zu", i);
                 if (out->destination == NULL)
-                        return gh_err(err, 0, "%s: \"mounts\" entry %zu has no \"destination\"", what, i);
+                        return gh_err(err, 0, "%s: \"mounts\" entry %zu has no \"destination\"", WHAT, i);
         }
         return 0;
 }
 
-static int parse_devices(json_t *j, const char *what, struct gh_oci_spec *spec, gh_error_t *err)
+static int parse_devices(const struct gh_json *d, struct gh_oci_spec *spec, gh_error_t *err)
 {
-        json_t *linux_ = json_object_get(j, "linux"), *devices, *d;
-        size_t i;
+        int linux_ = gh_json_get(d, 0, "linux"), devices;
+        size_t i = 0;
 
-        if (linux_ == NULL || json_is_null(linux_))
+        if (is_null(d, linux_))
                 return 0;
-        if (!json_is_object(linux_))
-                return gh_err(err, 0, "%s: \"linux\" must be an object", what);
-        devices = json_object_get(linux_, "devices");
-        if (devices == NULL || json_is_null(devices))
+        if (d->v[linux_].type != GH_JSON_OBJECT)
+                return gh_err(err, 0, "%s: \"linux\" must be an object", WHAT);
+        devices = gh_json_get(d, linux_, "devices");
+        if (is_null(d, devices))
                 return 0;
-        if (!json_is_array(devices))
-                return gh_err(err, 0, "%s: \"linux.devices\" must be an array", what);
-        spec->devices = calloc(json_array_size(devices) + 1, sizeof(*spec->devices));
+        if (d->v[devices].type != GH_JSON_ARRAY)
+                return gh_err(err, 0, "%s: \"linux.devices\" must be an array", WHAT);
+        spec->devices = calloc(count_children(d, devices) + 1, sizeof(*spec->devices));
         if (spec->devices == NULL)
-                return gh_err(err, ENOMEM, "%s", what);
-        json_array_foreach (devices, i, d) {
+                return gh_err(err, ENOMEM, "%s", WHAT);
+        for (int c = d->v[devices].child; c >= 0; c = d->v[c].next, i++) {
                 struct gh_oci_device *out = &spec->devices[spec->n_devices];
                 _cleanup_free_ char *type = NULL;
-                json_t *major, *minor;
+                int major, minor;
 
-                if (!json_is_object(d))
-                        return gh_err(err, 0, "%s: \"linux.devices\" entry %zu is not an object", what, i);
+                if (d->v[c].type != GH_JSON_OBJECT)
+                        return gh_err(err, 0, "%s: \"linux.devices\" entry %zu is not an object", WHAT, i);
                 spec->n_devices++;
-                if (get_string(d, "path", what, &out->path, err) < 0 || get_string(d, "type", what, &type, err) < 0)
+                if (doc_string(d, c, "path", &out->path, err) < 0 || doc_string(d, c, "type", &type, err) < 0)
                         return gh_err_wrap(err, "linux.devices entry %zu", i);
                 if (out->path == NULL || type == NULL || strlen(type) != 1 || strchr("cbup", type[0]) == NULL)
                         return gh_err(err, 0,
                                       "%s: \"linux.devices\" entry %zu needs a \"path\" and a \"type\" of c, b, u or p",
-                                      what, i);
+                                      WHAT, i);
                 out->type = type[0];
-                major = json_object_get(d, "major");
-                minor = json_object_get(d, "minor");
-                if ((major != NULL && !json_is_integer(major)) || (minor != NULL && !json_is_integer(minor)))
+                major = gh_json_get(d, c, "major");
+                minor = gh_json_get(d, c, "minor");
+                if ((major >= 0 && gh_json_integer(d, major, &out->major) < 0) ||
+                    (minor >= 0 && gh_json_integer(d, minor, &out->minor) < 0))
                         return gh_err(err, 0,
-                                      "%s: \"linux.devices\" entry %zu: \"major\" and \"minor\" must be integers", what,
+                                      "%s: \"linux.devices\" entry %zu: \"major\" and \"minor\" must be integers", WHAT,
                                       i);
-                out->major = major ? json_integer_value(major) : 0;
-                out->minor = minor ? json_integer_value(minor) : 0;
         }
         return 0;
 }
 
-static int spec_from_json(json_t *j, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
+static int parse_annotations(const struct gh_json *d, struct gh_oci_spec *spec, gh_error_t *err)
 {
-        static const char what[] = "the bundle's config.json";
-        _cleanup_free_ char *root_path = NULL;
-        json_t *process, *root;
+        int annotations = gh_json_get(d, 0, "annotations");
 
-        if (get_string(j, "ociVersion", what, &spec->oci_version, err) < 0)
+        if (is_null(d, annotations))
+                return 0;
+        if (d->v[annotations].type != GH_JSON_OBJECT)
+                return gh_err(err, 0, "%s: \"annotations\" must be an object", WHAT);
+        if (doc_string(d, annotations, GH_OCI_ANNOTATION_MPS_GROUP, &spec->mps_group, err) < 0)
                 return -1;
-        process = json_object_get(j, "process");
-        root = json_object_get(j, "root");
-        if (spec->oci_version == NULL || !json_is_object(process) || !json_is_object(root))
-                return gh_err(err, 0, "%s lacks %s; is this an OCI bundle?", what,
-                              spec->oci_version == NULL  ? "\"ociVersion\""
-                              : !json_is_object(process) ? "the \"process\" object"
-                                                         : "the \"root\" object");
-        if (get_string(root, "path", what, &root_path, err) < 0)
+        gh_pod_from_annotations(d, annotations, &spec->pod);
+        return 0;
+}
+
+static int spec_from_doc(const struct gh_json *d, const char *bundle, bool brief, struct gh_oci_spec *spec,
+                         gh_error_t *err)
+{
+        _cleanup_free_ char *root_path = NULL;
+        int process, root;
+
+        if (d->v[0].type != GH_JSON_OBJECT)
+                return gh_err(err, 0, "%s is not a JSON object", WHAT);
+        if (doc_string(d, 0, "ociVersion", &spec->oci_version, err) < 0)
+                return -1;
+        process = gh_json_get(d, 0, "process");
+        root = gh_json_get(d, 0, "root");
+        if (spec->oci_version == NULL || (!brief && (process < 0 || d->v[process].type != GH_JSON_OBJECT)) ||
+            root < 0 || d->v[root].type != GH_JSON_OBJECT)
+                return gh_err(err, 0, "%s lacks %s; is this an OCI bundle?", WHAT,
+                              spec->oci_version == NULL ? "\"ociVersion\""
+                              : !brief && (process < 0 || d->v[process].type != GH_JSON_OBJECT)
+                                      ? "the \"process\" object"
+                                      : "the \"root\" object");
+        if (doc_string(d, root, "path", &root_path, err) < 0)
                 return -1;
         if (root_path == NULL || root_path[0] == '\0')
-                return gh_err(err, 0, "%s has no \"root.path\"", what);
+                return gh_err(err, 0, "%s has no \"root.path\"", WHAT);
         spec->rootfs = join_path(root_path[0] == '/' ? "" : bundle, root_path);
         if (spec->rootfs == NULL)
-                return gh_err(err, ENOMEM, "%s", what);
-        if (parse_env(process, what, spec, err) < 0 || parse_privileged(process, what, spec, err) < 0)
+                return gh_err(err, ENOMEM, "%s", WHAT);
+        if (!brief && (parse_env(d, process, spec, err) < 0 || parse_privileged(d, process, spec, err) < 0 ||
+                       parse_annotations(d, spec, err) < 0 || parse_mounts(d, spec, err) < 0))
                 return -1;
-        json_t *annotations = json_object_get(j, "annotations");
-        if (annotations != NULL && !json_is_null(annotations)) {
-                if (!json_is_object(annotations))
-                        return gh_err(err, 0, "%s: \"annotations\" must be an object", what);
-                if (get_string(annotations, GH_OCI_ANNOTATION_MPS_GROUP, what, &spec->mps_group, err) < 0)
-                        return -1;
-                gh_pod_from_annotations(annotations, &spec->pod);
-        }
-        if (parse_mounts(j, what, spec, err) < 0)
-                return -1;
-        return parse_devices(j, what, spec, err);
+        return parse_devices(d, spec, err);
 }
 
-int gh_oci_spec_from_json(json_t *j, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
+static int spec_parse(const char *buf, size_t len, const char *bundle, bool brief, struct gh_oci_spec *spec,
+                      gh_error_t *err)
 {
+        struct gh_json d = { 0 };
+        size_t blank = 0;
+        int r;
+
         memset(spec, 0, sizeof(*spec));
-        if (spec_from_json(j, bundle, spec, err) < 0) {
-                gh_oci_spec_free(spec);
+        while (blank < len && strchr(" \t\r\n", buf[blank]) != NULL && buf[blank] != '\0')
+                blank++;
+        if (blank == len)
+                return gh_err(err, 0, "%s is empty; expected a JSON object", WHAT);
+        if (gh_json_precheck(buf, len, WHAT, err) < 0)
                 return -1;
-        }
-        return 0;
+        if (gh_jsonread_parse_only(buf, len, brief ? spec_keep_brief : spec_keep, &d, err) < 0)
+                return gh_err_wrap(err, "%s", WHAT);
+        r = spec_from_doc(&d, bundle, brief, spec, err);
+        gh_json_free(&d);
+        if (r < 0)
+                gh_oci_spec_free(spec);
+        return r;
 }
 
 int gh_oci_spec_parse(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
 {
-        _cleanup_json_ json_t *j = gh_json_parse(buf, len, "the bundle's config.json", err);
-
-        memset(spec, 0, sizeof(*spec));
-        if (j == NULL)
-                return -1;
-        if (spec_from_json(j, bundle, spec, err) < 0) {
-                gh_oci_spec_free(spec);
-                return -1;
-        }
-        return 0;
+        return spec_parse(buf, len, bundle, false, spec, err);
 }
+
+int gh_oci_spec_parse_brief(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
+{
+        return spec_parse(buf, len, bundle, true, spec, err);
+}
+
+#undef WHAT
 
 static int read_config(const char *bundle, char **buf, size_t *len, gh_error_t *err);
 
@@ -322,118 +377,10 @@ int gh_oci_spec_load(const char *bundle, struct gh_oci_spec *spec, gh_error_t *e
         _cleanup_free_ char *buf = NULL;
         size_t len;
 
+        memset(spec, 0, sizeof(*spec));
         if (read_config(bundle, &buf, &len, err) < 0)
                 return -1;
         return gh_oci_spec_parse(buf, len, bundle, spec, err);
-}
-
-/* ---- The brief reading: root.path and linux.devices only (cdi-hook) ----------------------------
- * A createContainer hook of a CDI spec needs two fields of a config.json that the spec's own edits
- * made large (every mount, every variable): the same checks on those fields, the rest only checked to
- * be JSON (lib/core/jsonread.c's parse_only, neither decoded nor stored). */
-static int brief_string(const struct gh_json *d, int obj, const char *key, const char *what, char **out,
-                        gh_error_t *err)
-{
-        int v = gh_json_get(d, obj, key);
-
-        *out = NULL;
-        if (v < 0 || d->v[v].type == GH_JSON_NULL)
-                return 0;
-        if (d->v[v].type != GH_JSON_STRING)
-                return gh_err(err, 0, "%s: \"%s\" must be a string", what, key);
-        if ((*out = strdup(d->v[v].str)) == NULL)
-                return gh_err(err, ENOMEM, "%s", what);
-        return 0;
-}
-
-static int brief_devices(const struct gh_json *d, const char *what, struct gh_oci_spec *spec, gh_error_t *err)
-{
-        int linux_ = gh_json_get(d, 0, "linux"), devices, n = 0;
-        size_t i = 0;
-
-        if (linux_ < 0 || d->v[linux_].type == GH_JSON_NULL)
-                return 0;
-        if (d->v[linux_].type != GH_JSON_OBJECT)
-                return gh_err(err, 0, "%s: \"linux\" must be an object", what);
-        devices = gh_json_get(d, linux_, "devices");
-        if (devices < 0 || d->v[devices].type == GH_JSON_NULL)
-                return 0;
-        if (d->v[devices].type != GH_JSON_ARRAY)
-                return gh_err(err, 0, "%s: \"linux.devices\" must be an array", what);
-        for (int c = d->v[devices].child; c >= 0; c = d->v[c].next)
-                n++;
-        spec->devices = calloc((size_t) n + 1, sizeof(*spec->devices));
-        if (spec->devices == NULL)
-                return gh_err(err, ENOMEM, "%s", what);
-        for (int c = d->v[devices].child; c >= 0; c = d->v[c].next, i++) {
-                struct gh_oci_device *out = &spec->devices[spec->n_devices];
-                _cleanup_free_ char *type = NULL;
-                int major, minor;
-
-                if (d->v[c].type != GH_JSON_OBJECT)
-                        return gh_err(err, 0, "%s: \"linux.devices\" entry %zu is not an object", what, i);
-                spec->n_devices++;
-                if (brief_string(d, c, "path", what, &out->path, err) < 0 ||
-                    brief_string(d, c, "type", what, &type, err) < 0)
-                        return gh_err_wrap(err, "linux.devices entry %zu", i);
-                if (out->path == NULL || type == NULL || strlen(type) != 1 || strchr("cbup", type[0]) == NULL)
-                        return gh_err(err, 0,
-                                      "%s: \"linux.devices\" entry %zu needs a \"path\" and a \"type\" of c, b, u or p",
-                                      what, i);
-                out->type = type[0];
-                major = gh_json_get(d, c, "major");
-                minor = gh_json_get(d, c, "minor");
-                if ((major >= 0 && gh_json_integer(d, major, &out->major) < 0) ||
-                    (minor >= 0 && gh_json_integer(d, minor, &out->minor) < 0))
-                        return gh_err(err, 0,
-                                      "%s: \"linux.devices\" entry %zu: \"major\" and \"minor\" must be integers", what,
-                                      i);
-        }
-        return 0;
-}
-
-int gh_oci_spec_parse_brief(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
-{
-        static const char what[] = "the bundle's config.json";
-        static const char *const keep[] = { "ociVersion", "root", "linux.devices", NULL };
-        _cleanup_free_ char *root_path = NULL;
-        struct gh_json d = { 0 };
-        int root, r = -1;
-
-        memset(spec, 0, sizeof(*spec));
-        if (gh_json_precheck(buf, len, what, err) < 0)
-                return -1;
-        if (gh_jsonread_parse_only(buf, len, keep, &d, err) < 0)
-                return gh_err_wrap(err, "%s", what);
-        if (d.v[0].type != GH_JSON_OBJECT) {
-                gh_err(err, 0, "%s is not a JSON object", what);
-                goto out;
-        }
-        if (brief_string(&d, 0, "ociVersion", what, &spec->oci_version, err) < 0)
-                goto out;
-        root = gh_json_get(&d, 0, "root");
-        if (spec->oci_version == NULL || root < 0 || d.v[root].type != GH_JSON_OBJECT) {
-                gh_err(err, 0, "%s lacks %s; is this an OCI bundle?", what,
-                       spec->oci_version == NULL ? "\"ociVersion\"" : "the \"root\" object");
-                goto out;
-        }
-        if (brief_string(&d, root, "path", what, &root_path, err) < 0)
-                goto out;
-        if (root_path == NULL || root_path[0] == '\0') {
-                gh_err(err, 0, "%s has no \"root.path\"", what);
-                goto out;
-        }
-        spec->rootfs = join_path(root_path[0] == '/' ? "" : bundle, root_path);
-        if (spec->rootfs == NULL) {
-                gh_err(err, ENOMEM, "%s", what);
-                goto out;
-        }
-        r = brief_devices(&d, what, spec, err);
-out:
-        gh_json_free(&d);
-        if (r < 0)
-                gh_oci_spec_free(spec);
-        return r;
 }
 
 static int read_config(const char *bundle, char **buf, size_t *len, gh_error_t *err)

@@ -69,8 +69,6 @@ void gh_oci_state_free(struct gh_oci_state *state);
 
 /* Parses config.json; `bundle` (absolute) is joined to a relative root.path. */
 int gh_oci_spec_parse(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err);
-/* The same from a document already parsed with gh_json_parse (gpu-runtime edits and writes it back). */
-int gh_oci_spec_from_json(json_t *j, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err);
 /* Loads <bundle>/config.json, bounded by GH_OCI_CONFIG_MAX. */
 int gh_oci_spec_load(const char *bundle, struct gh_oci_spec *spec, gh_error_t *err);
 

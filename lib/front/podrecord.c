@@ -20,34 +20,35 @@
 
 void gh_pod_clean(char *dst, size_t size, const char *src, size_t len) { gh_utf8_clean(dst, size, src, len); }
 
-/* The first of the keys that is a string. */
-static bool take(json_t *annotations, const char *k1, const char *k2, char *dst, size_t size)
+/* The first of the keys that is a non-empty string. */
+static bool take(const struct gh_json *d, int annotations, const char *k1, const char *k2, char *dst, size_t size)
 {
         const char *keys[] = { k1, k2 };
 
         for (size_t i = 0; i < GH_ARRAY_SIZE(keys); i++) {
-                json_t *v = json_object_get(annotations, keys[i]);
-                if (json_is_string(v) && json_string_length(v) > 0) {
-                        gh_pod_clean(dst, size, json_string_value(v), json_string_length(v));
+                int v = gh_json_get(d, annotations, keys[i]);
+                if (v >= 0 && d->v[v].type == GH_JSON_STRING && d->v[v].str[0] != '\0') {
+                        gh_pod_clean(dst, size, d->v[v].str, strlen(d->v[v].str));
                         return true;
                 }
         }
         return false;
 }
 
-bool gh_pod_from_annotations(json_t *annotations, struct gh_pod *pod)
+bool gh_pod_from_annotations(const struct gh_json *d, int annotations, struct gh_pod *pod)
 {
         bool any = false;
 
         memset(pod, 0, sizeof(*pod));
-        if (!json_is_object(annotations))
+        if (d == NULL || annotations < 0 || (size_t) annotations >= d->n || d->v[annotations].type != GH_JSON_OBJECT)
                 return false;
-        any |= take(annotations, GH_ANNOTATION_CRI_POD_NAME, GH_ANNOTATION_CRIO_POD_NAME, pod->name, sizeof(pod->name));
-        any |= take(annotations, GH_ANNOTATION_CRI_POD_NAMESPACE, GH_ANNOTATION_CRIO_POD_NAMESPACE, pod->namespace_,
+        any |= take(d, annotations, GH_ANNOTATION_CRI_POD_NAME, GH_ANNOTATION_CRIO_POD_NAME, pod->name,
+                    sizeof(pod->name));
+        any |= take(d, annotations, GH_ANNOTATION_CRI_POD_NAMESPACE, GH_ANNOTATION_CRIO_POD_NAMESPACE, pod->namespace_,
                     sizeof(pod->namespace_));
-        any |= take(annotations, GH_ANNOTATION_CRI_CONTAINER_NAME, GH_ANNOTATION_CRIO_CONTAINER_NAME, pod->container,
+        any |= take(d, annotations, GH_ANNOTATION_CRI_CONTAINER_NAME, GH_ANNOTATION_CRIO_CONTAINER_NAME, pod->container,
                     sizeof(pod->container));
-        take(annotations, GH_ANNOTATION_CRI_POD_UID, GH_ANNOTATION_CRIO_POD_UID, pod->uid, sizeof(pod->uid));
+        take(d, annotations, GH_ANNOTATION_CRI_POD_UID, GH_ANNOTATION_CRIO_POD_UID, pod->uid, sizeof(pod->uid));
         return any;
 }
 

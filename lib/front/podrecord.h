@@ -19,12 +19,12 @@
 #ifndef GH_PODRECORD_H
 #define GH_PODRECORD_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
 #include "error.h"
+#include "jsonread.h"
 #include "usage.h"
 
 #define GH_RECORD_DEFAULT_DIR "/run/gpu-hook/containers"
@@ -53,9 +53,9 @@ struct gh_record {
  * does: valid UTF-8, cut on a character boundary to fit, control characters replaced by '?'. */
 void gh_pod_clean(char *dst, size_t size, const char *src, size_t len);
 
-/* The pod of an OCI annotations object (NULL or not an object: none).  Returns true when it named
- * a pod or a container. */
-bool gh_pod_from_annotations(json_t *annotations, struct gh_pod *pod);
+/* The pod of node annotations of a config.json read with lib/core/jsonread.h (NULL, -1 or not an
+ * object: none).  Returns true when it named a pod or a container. */
+bool gh_pod_from_annotations(const struct gh_json *doc, int annotations, struct gh_pod *pod);
 
 /* Opens the record directory (O_PATH).  A directory that is not ours is refused.  create (the
  * hook): makes it (0700; a missing parent 0755) when it is not there, and tightens one of ours that

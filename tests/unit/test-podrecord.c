@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,66 +18,67 @@
 #include "tap.h"
 #include "utf8.h"
 
-static json_t *annotations(const char *text)
+/* The annotations object as config.json's reader gives it: node 0 of doc (the last one parsed). */
+static struct gh_json doc;
+
+static int annotations(const char *text)
 {
-        json_error_t e;
-        json_t *j = json_loads(text, 0, &e);
-        if (j == NULL)
-                printf("# bad test JSON: %s\n", e.text);
-        return j;
+        _cleanup_error_ gh_error_t e = NULL;
+
+        gh_json_free(&doc);
+        if (gh_jsonread_parse(text, strlen(text), &doc, &e) < 0) {
+                printf("# bad test JSON: %s\n", e->msg);
+                return -1;
+        }
+        return 0;
 }
 
 static void test_annotations(void)
 {
         struct gh_pod pod;
-        json_t *a;
+        int a;
 
         a = annotations("{\"io.kubernetes.cri.sandbox-name\": \"trainer-0\", \"io.kubernetes.cri.sandbox-namespace\": "
                         "\"ml\", \"io.kubernetes.cri.container-name\": \"worker\", \"io.kubernetes.cri.sandbox-uid\": "
                         "\"1b2c\", \"io.kubernetes.cri.container-type\": \"container\"}");
-        ok(gh_pod_from_annotations(a, &pod) && strcmp(pod.name, "trainer-0") == 0 &&
+        ok(gh_pod_from_annotations(&doc, a, &pod) && strcmp(pod.name, "trainer-0") == 0 &&
                    strcmp(pod.namespace_, "ml") == 0 && strcmp(pod.container, "worker") == 0 &&
                    strcmp(pod.uid, "1b2c") == 0,
            "containerd's CRI annotations name pod, namespace, container and uid");
-        json_decref(a);
         a = annotations("{\"io.kubernetes.pod.name\": \"web-1\", \"io.kubernetes.pod.namespace\": \"prod\", "
                         "\"io.kubernetes.container.name\": \"nginx\", \"io.kubernetes.pod.uid\": \"9f\"}");
-        ok(gh_pod_from_annotations(a, &pod) && strcmp(pod.name, "web-1") == 0 && strcmp(pod.namespace_, "prod") == 0 &&
-                   strcmp(pod.container, "nginx") == 0 && strcmp(pod.uid, "9f") == 0,
+        ok(gh_pod_from_annotations(&doc, a, &pod) && strcmp(pod.name, "web-1") == 0 &&
+                   strcmp(pod.namespace_, "prod") == 0 && strcmp(pod.container, "nginx") == 0 &&
+                   strcmp(pod.uid, "9f") == 0,
            "CRI-O's annotations name them too");
-        json_decref(a);
         a = annotations("{\"io.kubernetes.pod.name\": \"crio\", \"io.kubernetes.cri.sandbox-name\": \"containerd\"}");
-        ok(gh_pod_from_annotations(a, &pod) && strcmp(pod.name, "containerd") == 0,
+        ok(gh_pod_from_annotations(&doc, a, &pod) && strcmp(pod.name, "containerd") == 0,
            "both present: containerd's key wins");
-        json_decref(a);
         a = annotations("{\"org.gpu-hook.mps-group\": \"team\", \"io.kubernetes.pod.name\": 7}");
-        ok(!gh_pod_from_annotations(a, &pod) && pod.name[0] == '\0',
+        ok(!gh_pod_from_annotations(&doc, a, &pod) && pod.name[0] == '\0',
            "no pod: a number is not a name, other keys ignored");
-        json_decref(a);
-        ok(!gh_pod_from_annotations(NULL, &pod), "no annotations at all");
-        a = json_string("x");
-        ok(!gh_pod_from_annotations(a, &pod), "annotations that are not an object");
-        json_decref(a);
+        ok(!gh_pod_from_annotations(NULL, -1, &pod), "no annotations at all");
+        a = annotations("\"x\"");
+        ok(!gh_pod_from_annotations(&doc, a, &pod), "annotations that are not an object");
 
         /* hostile values */
         a = annotations("{\"io.kubernetes.pod.name\": \"a\\nb\\r\\tc\\u0001d\\u001b[2J\", "
                         "\"io.kubernetes.pod.namespace\": \"q\\\"uo\\\\te\"}");
-        gh_pod_from_annotations(a, &pod);
+        gh_pod_from_annotations(&doc, a, &pod);
         is_str(pod.name, "a?b??c?d?[2J", "newline, CR, tab, SOH and ESC become '?' (no second line, no escape)");
         is_str(pod.namespace_, "q\"uo\\te", "quotes and backslashes are kept (the exposition escapes them)");
-        json_decref(a);
         char *huge = malloc(100000);
         size_t o = (size_t) sprintf(huge, "{\"io.kubernetes.pod.name\": \"");
         for (int i = 0; i < 20000; i++)
                 o += (size_t) sprintf(huge + o, "\u00e9"); /* 2 bytes each */
         sprintf(huge + o, "\"}");
         a = annotations(huge);
-        gh_pod_from_annotations(a, &pod);
+        gh_pod_from_annotations(&doc, a, &pod);
         is_int(strlen(pod.name), GH_POD_FIELD_MAX - 2, "a 40000-byte name is cut to %d bytes", GH_POD_FIELD_MAX - 2);
         ok(gh_utf8_seq((const unsigned char *) pod.name + strlen(pod.name) - 2, 2) == 2,
            "on a character boundary (the last 2-byte character is whole)");
-        json_decref(a);
         free(huge);
+        gh_json_free(&doc);
 
         char clean[16];
         gh_utf8_clean(clean, sizeof(clean), "a\xff\xc3(b\xe2\x82", 7);
