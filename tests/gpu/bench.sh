@@ -36,12 +36,29 @@ if [ $HAVE_GPU = 0 ] && [ $LOCAL = 0 ]; then
 fi
 NOGPU="no GPU here (--local)"
 make_busybox_rootfs "$T/rootfs" || exit 1
+# A bpffs at /sys/fs/bpf, as a host booted with systemd has (gpu-hook pins its device programs
+# there, docs/performance.md): mounted with `gpu-cli setup bpffs` when missing, and unmounted again
+# at the end, so the machine is left as it was.  GH_BENCH_BPFFS=as-is measures the host as it is.
+BENCH_BPFFS="as found"
+if [ "${GH_BENCH_BPFFS:-setup}" = setup ] && [ $HAVE_GPU = 1 ]; then
+        case $("$GPU_CLI" setup bpffs 2>&1) in
+        mounted*)
+                BENCH_BPFFS="mounted for this run by gpu-cli setup bpffs (undone at the end)"
+                bench_bpffs_undo() { _bench_saved_cleanup; "$GPU_CLI" setup bpffs --undo >/dev/null 2>&1; }
+                eval "_bench_saved_cleanup() $(declare -f _gh_cleanup | tail -n +2)"
+                trap bench_bpffs_undo EXIT
+                ;;
+        already*) BENCH_BPFFS="already mounted" ;;
+        *) BENCH_BPFFS="none (gpu-cli setup bpffs failed)" ;;
+        esac
+fi
 
 echo "# gpu-hook on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1 ||
         echo 'no GPU'), $(date -u +%Y-%m-%d)"
 echo
 
 bench_machine_info
+echo "- bpffs at /sys/fs/bpf: $BENCH_BPFFS"
 echo
 START_ROOT=
 [ $HAVE_GPU = 1 ] && START_ROOT=/

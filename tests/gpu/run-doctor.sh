@@ -73,6 +73,20 @@ t_is "$RC" 0 "doctor on the host: nothing failed"
 for c in driver device-nodes library-version nvml; do
         t_match "$HOST" "^ok +$c " "doctor on the host: $c ok"
 done
+# device-programs (cgroup v2): warns without a bpffs, ok with one; `gpu-cli setup bpffs` mounts it
+# and --undo takes it away again, so the machine is left as it was.
+if grep -q '^cgroup2 /sys/fs/cgroup ' /proc/mounts; then
+        if grep -q ' /sys/fs/bpf bpf ' /proc/mounts; then
+                t_match "$HOST" "^ok +device-programs +kept in /sys/fs/bpf/gpu-hook" "doctor on the host: a bpffs, device programs kept"
+                t_skip "gpu-cli setup bpffs makes doctor's device-programs ok" "a bpffs is mounted here already"
+        else
+                t_match "$HOST" "^warn +device-programs +no bpffs at /sys/fs/bpf" "doctor on the host: no bpffs, device-programs warns"
+                t_ok "gpu-cli setup bpffs" "$GPU_CLI" setup bpffs
+                t_match "$("$GPU_CLI" doctor 2>&1)" "^ok +device-programs " "gpu-cli setup bpffs makes doctor's device-programs ok"
+                t_ok "gpu-cli setup bpffs --undo" "$GPU_CLI" setup bpffs --undo
+                t_nomatch "$(cat /proc/mounts)" " /sys/fs/bpf bpf " "and --undo leaves no bpffs behind"
+        fi
+fi
 CD=$("$GPU_CLI" doctor --config="$T/config.json" --state-dir="$T_RUNC_ROOT" --container="$ID" 2>&1)
 RC=$?
 t_diag "gpu-cli doctor --container $ID:" "$CD"
