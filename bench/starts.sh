@@ -39,8 +39,13 @@ declare -gA BS_LABEL=(
         [cdi]="CDI spec (runc applies it; gpu-cli cdi-hook as createContainer hook)"
         [cdi-hm]="CDI spec --mounts=hook (cdi-hook makes the driver's mounts)"
         [cdi-runc]="CDI spec without its hook: runc's part alone (nodes, mounts, env)"
+        [hook-base]="gpu-hook, all GPUs, the earlier build in GH_BENCH_BASE_HOOK"
 )
 BS_KINDS=(none truehook nongpu hook hook-req hook-cold cdi cdi-hm)
+# GH_BENCH_BASE_HOOK=FILE: one more kind, hook-base, the hook path with that gpu-hook (in-process
+# configure, so only the binary matters), in the same rounds: a change measured against what it
+# changes, on one lease.
+[ -n "${GH_BENCH_BASE_HOOK:-}" ] && BS_KINDS+=(hook-base)
 
 bench_machine_info() {
         local cg=v1 gpu
@@ -106,12 +111,13 @@ bench_starts_prepare() {
                 make_bundle "$b" "$T/bs-r-$k" /bin/true || return 1
                 case $k in
                 truehook) bundle_add_hook "$b" createRuntime /bin/true ;;
-                nongpu | hook | hook-req | hook-cold)
+                nongpu | hook | hook-req | hook-cold | hook-base)
                         _bs_config "$k" "$T/bs-state-$([ $k = hook-cold ] && echo cold || echo warm)/driver-state.json"
-                        bundle_add_hook "$b" createRuntime "$GPU_HOOK" "--config=$T/bs-$k.json" createRuntime ;;
+                        bundle_add_hook "$b" createRuntime "$([ $k = hook-base ] && echo "$GH_BENCH_BASE_HOOK" || echo "$GPU_HOOK")" \
+                                "--config=$T/bs-$k.json" createRuntime ;;
                 esac
                 case $k in
-                hook) bundle_set_env "$b" "${gpu_env[@]}" ;;
+                hook | hook-base) bundle_set_env "$b" "${gpu_env[@]}" ;;
                 hook-req | hook-cold) bundle_set_env "$b" "${gpu_env[@]}" "NVIDIA_REQUIRE_CUDA=$BENCH_REQ" ;;
                 cdi | cdi-runc | cdi-hm)
                         local gen=("$GPU_CLI" "--root=$BS_ROOT") spec=$BS_SPEC extra=()
