@@ -392,7 +392,7 @@ int gh_jsonread_parse_only(const char *text, size_t len, const char *const *keep
                 }
         }
         gh_json_free(doc);
-        return gh_err(err, strcmp(p.why, "out of memory") == 0 ? ENOMEM : 0, "not JSON (line %zu, column %zu: %s)",
+        return gh_err(err, strcmp(p.why, "out of memory") == 0 ? ENOMEM : 0, "not valid JSON: line %zu column %zu: %s",
                       line, col, p.why);
 }
 

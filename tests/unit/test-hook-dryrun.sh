@@ -361,7 +361,7 @@ bad_spec() {
         printf '%s' "$2" >"$T/b/config.json"
         bad "$1" "$3"
 }
-bad_spec "config.json not JSON" '{"ociVersion": ' "config.json: not JSON .line 1, column"
+bad_spec "config.json not JSON" '{"ociVersion": ' "config.json: not valid JSON: line 1 column"
 bad_spec "config.json without ociVersion" '{"process":{},"root":{"path":"r"}}' 'lacks "ociVersion"'
 bad_spec "config.json without process" '{"ociVersion":"1.0.2","root":{"path":"r"}}' 'lacks the "process" object'
 bad_spec "config.json without root" '{"ociVersion":"1.0.2","process":{}}' 'lacks the "root" object'

@@ -201,7 +201,8 @@ static void test_spec_brief(void)
                 { "{\"ociVersion\":\"1\"}", "\"root\" object" },
                 { "{\"root\":{\"path\":\"/a\"}}", "ociVersion" },
                 { "{\"ociVersion\":\"1\",\"root\":{\"path\":\"/a\"},\"root\":{\"path\":\"/b\"}}", "duplicate" },
-                { "{\"ociVersion\":\"1\",\"root\":{\"path\":\"/a\"},\"process\":{\"env\":[\"A\" 1]}}", "not JSON" },
+                { "{\"ociVersion\":\"1\",\"root\":{\"path\":\"/a\"},\"process\":{\"env\":[\"A\" 1]}}",
+                  "not valid JSON" },
                 { "{\"ociVersion\":\"1\",\"root\":{\"path\":\"/a\"},\"process\":{\"env\":[\"\\u0000\"]}}", "NUL" },
                 { "[1]", "not a JSON object" },
         };
