@@ -17,6 +17,9 @@
 #include "plan.h"
 #include "rootfs.h"
 
+/* The container's view of /proc/driver/nvidia/gpus/BUSID: read-only, nothing to run or open. */
+#define PROC_GPU_FLAGS (GH_MNT_RDONLY | GH_MNT_NOSUID | GH_MNT_NODEV | GH_MNT_NOEXEC)
+
 int gh_plan_open_sources(struct gh_plan *plan, int driver_rootfd, const char *driver_root, gh_error_t *err)
 {
         _cleanup_close_ int hostfd = -1;
@@ -30,11 +33,11 @@ int gh_plan_open_sources(struct gh_plan *plan, int driver_rootfd, const char *dr
                 if (it->host_src) {
                         if (hostfd < 0 && (hostfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
                                 return gh_err(err, errno, "opening /");
-                        if (gh_source_open(hostfd, "/", it->src, &it->source, err) < 0)
+                        if (gh_source_open_as(hostfd, "/", it->src, it->flags, &it->source, err) < 0)
                                 return -1;
                         continue;
                 }
-                if (gh_source_open(driver_rootfd, driver_root, it->src, &it->source, err) < 0)
+                if (gh_source_open_as(driver_rootfd, driver_root, it->src, it->flags, &it->source, err) < 0)
                         return -1;
                 if (it->kind == GH_ITEM_DEVICE &&
                     (!S_ISCHR(it->source.st.st_mode) || it->source.st.st_rdev != it->rdev))
@@ -44,7 +47,8 @@ int gh_plan_open_sources(struct gh_plan *plan, int driver_rootfd, const char *dr
         for (size_t i = 0; i < plan->nproc_gpus; i++) {
                 char path[128];
                 snprintf(path, sizeof(path), "/proc/driver/nvidia/gpus/%s", plan->proc_gpus[i].busid);
-                if (gh_source_open(driver_rootfd, driver_root, path, &plan->proc_gpus[i].source, err) < 0)
+                if (gh_source_open_as(driver_rootfd, driver_root, path, PROC_GPU_FLAGS, &plan->proc_gpus[i].source,
+                                      err) < 0)
                         return -1;
         }
         return 0;
@@ -125,8 +129,7 @@ static int apply_proc_mask(struct gh_plan *plan, int rootfd, gh_error_t *err)
         for (size_t i = 0; i < plan->nproc_gpus; i++) {
                 char dst[160];
                 snprintf(dst, sizeof(dst), "/proc/driver/nvidia/gpus/%s", plan->proc_gpus[i].busid);
-                if (gh_attach(&plan->proc_gpus[i].source, rootfd, dst, GH_TARGET_DIR,
-                              GH_MNT_RDONLY | GH_MNT_NOSUID | GH_MNT_NODEV | GH_MNT_NOEXEC, err) < 0)
+                if (gh_attach(&plan->proc_gpus[i].source, rootfd, dst, GH_TARGET_DIR, PROC_GPU_FLAGS, err) < 0)
                         return -1;
         }
         if (fchmod(nvfd, 0555) < 0 || fchmod(tfd, 0555) < 0)

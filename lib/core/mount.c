@@ -80,7 +80,11 @@ static unsigned long to_ms_flags(unsigned flags)
         return m;
 }
 
-int gh_source_open(int rootfd, const char *root_path, const char *path, struct gh_source *src, gh_error_t *err)
+/* open_tree_attr answered ENOSYS (older kernel) or EPERM (a seccomp filter): not asked again. */
+static bool no_open_tree_attr;
+
+static int source_open(int rootfd, const char *root_path, const char *path, bool preset, unsigned flags,
+                       struct gh_source *src, gh_error_t *err)
 {
         _cleanup_close_ int fd = -1;
         char full[4096];
@@ -100,6 +104,19 @@ int gh_source_open(int rootfd, const char *root_path, const char *path, struct g
         if (fstat(fd, &src->st) < 0)
                 return gh_err(err, errno, "inspecting driver file %s", full);
 
+        if (preset && !no_open_tree_attr) {
+                struct gh_mount_attr attr = { .attr_set = to_mount_attr(flags), .propagation = MS_PRIVATE };
+                src->fd = gh_open_tree_attr(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH, &attr);
+                if (src->fd >= 0) {
+                        src->detached = src->has_flags = true;
+                        src->flags = flags;
+                        return 0;
+                }
+                if (errno != ENOSYS && errno != EPERM)
+                        return gh_err(err, errno, "cloning a mount of %s", full);
+                gh_debug("open_tree_attr unavailable (%s): open_tree, then mount_setattr", strerror(errno));
+                no_open_tree_attr = true;
+        }
         src->fd = gh_open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
         if (src->fd >= 0) {
                 src->detached = true;
@@ -110,6 +127,17 @@ int gh_source_open(int rootfd, const char *root_path, const char *path, struct g
         gh_debug("open_tree unavailable (%s): legacy bind for %s", strerror(errno), full);
         src->fd = TAKE_FD(fd);
         return 0;
+}
+
+int gh_source_open(int rootfd, const char *root_path, const char *path, struct gh_source *src, gh_error_t *err)
+{
+        return source_open(rootfd, root_path, path, false, 0, src, err);
+}
+
+int gh_source_open_as(int rootfd, const char *root_path, const char *path, unsigned flags, struct gh_source *src,
+                      gh_error_t *err)
+{
+        return source_open(rootfd, root_path, path, true, flags, src, err);
 }
 
 void gh_source_close(struct gh_source *src)
@@ -305,8 +333,12 @@ static int attach_onto(struct gh_source *src, int target, int rootfd, const char
                        gh_error_t *err)
 {
         if (src->detached) {
-                struct gh_mount_attr attr = { .attr_set = to_mount_attr(flags), .propagation = MS_PRIVATE };
-                if (gh_mount_setattr(src->fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
+                /* A clone opened with other flags (gh_source_open_as) loses those it should not have. */
+                struct gh_mount_attr attr = { .attr_set = to_mount_attr(flags),
+                                              .attr_clr = src->has_flags ? to_mount_attr(src->flags & ~flags) : 0,
+                                              .propagation = MS_PRIVATE };
+                if ((!src->has_flags || src->flags != flags) &&
+                    gh_mount_setattr(src->fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
                         return gh_err(err, errno, "setting mount flags for %s", cpath);
                 if (gh_move_mount(src->fd, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
                         return gh_err(err, errno, "mounting %s onto %s", src->path, cpath);

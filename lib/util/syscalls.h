@@ -37,6 +37,9 @@
 #ifndef __NR_mount_setattr
 #define __NR_mount_setattr 442
 #endif
+#ifndef __NR_open_tree_attr
+#define __NR_open_tree_attr 467 /* Linux 6.15; the same number on every architecture */
+#endif
 
 #ifndef RESOLVE_NO_XDEV
 #define RESOLVE_NO_XDEV 0x01
@@ -99,6 +102,7 @@ enum {
         GH_SYS_OPENAT2 = 1 << 0,
         GH_SYS_NEW_MOUNT_API = 1 << 1, /* open_tree, move_mount, mount_setattr, fsopen, fsmount */
         GH_SYS_PIDFD = 1 << 2,
+        GH_SYS_OPEN_TREE_ATTR = 1 << 3, /* open_tree_attr alone: open_tree + mount_setattr instead */
 };
 extern unsigned gh_syscalls_disabled;
 static inline void gh_syscall_disable(unsigned mask) { gh_syscalls_disabled |= mask; }
@@ -134,6 +138,13 @@ static inline int gh_mount_setattr(int dirfd, const char *path, unsigned flags, 
 {
         GH_SYSCALL_GATE(GH_SYS_NEW_MOUNT_API);
         return (int) syscall(__NR_mount_setattr, dirfd, path, flags, attr, sizeof(*attr));
+}
+
+/* open_tree(OPEN_TREE_CLONE) and mount_setattr on the clone in one call (Linux 6.15). */
+static inline int gh_open_tree_attr(int dirfd, const char *path, unsigned flags, struct gh_mount_attr *attr)
+{
+        GH_SYSCALL_GATE(GH_SYS_NEW_MOUNT_API | GH_SYS_OPEN_TREE_ATTR);
+        return (int) syscall(__NR_open_tree_attr, dirfd, path, flags, attr, sizeof(*attr));
 }
 
 static inline int gh_fsopen(const char *fsname, unsigned flags)

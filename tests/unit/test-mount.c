@@ -157,6 +157,54 @@ static void test_flags(void)
         free(msg);
 }
 
+/* A source opened with the flags it will be attached with (gh_source_open_as): on a kernel with
+ * open_tree_attr the clone carries them from the start; with other flags at the attach, those win
+ * (the clone's extra flags are cleared); where the call is missing, the two-step path gives the
+ * same mounts. */
+static void preset_case(const char *rel, const char *cpath, unsigned open_flags, unsigned flags, const char *want,
+                        const char *desc)
+{
+        _cleanup_close_ int droot = gh_rootfs_open(D, NULL), croot = gh_rootfs_open(C, NULL);
+        _cleanup_error_ gh_error_t err = NULL;
+        struct gh_source src;
+        int r;
+
+        r = gh_source_open_as(droot, D, rel, open_flags, &src, &err);
+        if (r == 0)
+                r = gh_attach(&src, croot, cpath, GH_TARGET_FILE, flags, &err);
+        gh_source_close(&src);
+        if (r < 0)
+                tap_diag("%s", err->msg);
+        ok(r == 0, "%s: attached", desc);
+        is_str(flags_of(cpath), want, "%s: %s", desc, want);
+        is_str(propagation(at(C, cpath)), "private", "%s: private", desc);
+}
+
+static void test_preset_flags(void)
+{
+        _cleanup_close_ int droot = gh_rootfs_open(D, NULL);
+        _cleanup_error_ gh_error_t err = NULL;
+        struct gh_source src;
+
+        ok(gh_source_open_as(droot, D, "/usr/bin/tool", GH_MNT_FILE, &src, &err) == 0, "a source opens with its flags");
+        tap_diag("open_tree_attr: %s",
+                 src.has_flags ? "used (Linux 6.15+)" : "not here: open_tree, then mount_setattr");
+        ok(!legacy || !src.has_flags, "without the new mount API no clone carries flags");
+        gh_source_close(&src);
+        preset_case("/usr/bin/tool", "/preset/tool", GH_MNT_FILE, GH_MNT_FILE, "ro,nosuid,nodev,exec",
+                    "opened and attached as a file");
+        preset_case("/usr/bin/tool", "/preset/rw", GH_MNT_FILE, GH_MNT_IPC, "rw,nosuid,nodev,noexec",
+                    "opened as a file, attached writable and noexec");
+        preset_case("/dev/node", "/preset/node", GH_MNT_DEV, GH_MNT_DEV, "ro,nosuid,dev,noexec",
+                    "opened and attached as a device node");
+        gh_syscall_disable(GH_SYS_OPEN_TREE_ATTR);
+        ok(gh_source_open_as(droot, D, "/usr/bin/tool", GH_MNT_FILE, &src, &err) == 0 && !src.has_flags,
+           "with open_tree_attr turned off the clone carries no flags");
+        gh_source_close(&src);
+        preset_case("/usr/bin/tool", "/preset/two-step", GH_MNT_FILE, GH_MNT_FILE, "ro,nosuid,nodev,exec",
+                    "open_tree_attr off: the same mount");
+}
+
 /* The source is pinned when it is opened: a driver file swapped before the attach is either the
  * file that was opened (new API) or refused (legacy re-open), never the new one. */
 static void test_swapped_source(void)
@@ -286,6 +334,7 @@ int main(int argc, char **argv)
                 return printf("Bail out! a shared tmpfs for the test: %s\n", strerror(errno)), 1;
         test_sources();
         test_flags();
+        test_preset_flags();
         test_swapped_source();
         test_shared();
         test_target_link();
