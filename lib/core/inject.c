@@ -33,11 +33,11 @@ int gh_plan_open_sources(struct gh_plan *plan, int driver_rootfd, const char *dr
                 if (it->host_src) {
                         if (hostfd < 0 && (hostfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
                                 return gh_err(err, errno, "opening /");
-                        if (gh_source_open_as(hostfd, "/", it->src, it->flags, &it->source, err) < 0)
+                        if (gh_source_open(hostfd, "/", it->src, it->flags, &it->source, err) < 0)
                                 return -1;
                         continue;
                 }
-                if (gh_source_open_as(driver_rootfd, driver_root, it->src, it->flags, &it->source, err) < 0)
+                if (gh_source_open(driver_rootfd, driver_root, it->src, it->flags, &it->source, err) < 0)
                         return -1;
                 if (it->kind == GH_ITEM_DEVICE &&
                     (!S_ISCHR(it->source.st.st_mode) || it->source.st.st_rdev != it->rdev))
@@ -47,8 +47,8 @@ int gh_plan_open_sources(struct gh_plan *plan, int driver_rootfd, const char *dr
         for (size_t i = 0; i < plan->nproc_gpus; i++) {
                 char path[128];
                 snprintf(path, sizeof(path), "/proc/driver/nvidia/gpus/%s", plan->proc_gpus[i].busid);
-                if (gh_source_open_as(driver_rootfd, driver_root, path, PROC_GPU_FLAGS, &plan->proc_gpus[i].source,
-                                      err) < 0)
+                if (gh_source_open(driver_rootfd, driver_root, path, PROC_GPU_FLAGS, &plan->proc_gpus[i].source, err) <
+                    0)
                         return -1;
         }
         return 0;

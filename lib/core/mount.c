@@ -83,8 +83,8 @@ static unsigned long to_ms_flags(unsigned flags)
 /* open_tree_attr answered ENOSYS (older kernel) or EPERM (a seccomp filter): not asked again. */
 static bool no_open_tree_attr;
 
-static int source_open(int rootfd, const char *root_path, const char *path, bool preset, unsigned flags,
-                       struct gh_source *src, gh_error_t *err)
+int gh_source_open(int rootfd, const char *root_path, const char *path, unsigned flags, struct gh_source *src,
+                   gh_error_t *err)
 {
         _cleanup_close_ int fd = -1;
         char full[4096];
@@ -104,7 +104,7 @@ static int source_open(int rootfd, const char *root_path, const char *path, bool
         if (fstat(fd, &src->st) < 0)
                 return gh_err(err, errno, "inspecting driver file %s", full);
 
-        if (preset && !no_open_tree_attr) {
+        if (!no_open_tree_attr) {
                 struct gh_mount_attr attr = { .attr_set = to_mount_attr(flags), .propagation = MS_PRIVATE };
                 src->fd = gh_open_tree_attr(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH, &attr);
                 if (src->fd >= 0) {
@@ -127,17 +127,6 @@ static int source_open(int rootfd, const char *root_path, const char *path, bool
         gh_debug("open_tree unavailable (%s): legacy bind for %s", strerror(errno), full);
         src->fd = TAKE_FD(fd);
         return 0;
-}
-
-int gh_source_open(int rootfd, const char *root_path, const char *path, struct gh_source *src, gh_error_t *err)
-{
-        return source_open(rootfd, root_path, path, false, 0, src, err);
-}
-
-int gh_source_open_as(int rootfd, const char *root_path, const char *path, unsigned flags, struct gh_source *src,
-                      gh_error_t *err)
-{
-        return source_open(rootfd, root_path, path, true, flags, src, err);
 }
 
 void gh_source_close(struct gh_source *src)
@@ -333,7 +322,7 @@ static int attach_onto(struct gh_source *src, int target, int rootfd, const char
                        gh_error_t *err)
 {
         if (src->detached) {
-                /* A clone opened with other flags (gh_source_open_as) loses those it should not have. */
+                /* A clone opened with other flags (gh_source_open) loses those it should not have. */
                 struct gh_mount_attr attr = { .attr_set = to_mount_attr(flags),
                                               .attr_clr = src->has_flags ? to_mount_attr(src->flags & ~flags) : 0,
                                               .propagation = MS_PRIVATE };

@@ -36,16 +36,13 @@ struct gh_source {
         struct stat st; /* identity of the source, checked again before a legacy bind */
 };
 
-/* Opens PATH under the driver root (rootfd, whose host path is root_path) as a mount source.
- * Must be called in the host's mount namespace. */
-int gh_source_open(int rootfd, const char *root_path, const char *path, struct gh_source *src, gh_error_t *err);
-
-/* gh_source_open for a source that will be attached with FLAGS (GH_MNT_*): where the kernel has
- * open_tree_attr (Linux 6.15), the clone gets its flags and private propagation in the same call,
- * and gh_attach then only moves it (one mount operation per file instead of two, before the
- * container's namespace is entered).  Elsewhere it is gh_source_open. */
-int gh_source_open_as(int rootfd, const char *root_path, const char *path, unsigned flags, struct gh_source *src,
-                      gh_error_t *err);
+/* Opens PATH under the driver root (rootfd, whose host path is root_path) as a mount source that
+ * will be attached with FLAGS (GH_MNT_*).  Must be called in the host's mount namespace.  Where the
+ * kernel has open_tree_attr (Linux 6.15) the clone gets its flags and private propagation in the
+ * same call, and gh_attach then only moves it (one mount operation per file inside the container
+ * instead of two); elsewhere the flags are set at the attach. */
+int gh_source_open(int rootfd, const char *root_path, const char *path, unsigned flags, struct gh_source *src,
+                   gh_error_t *err);
 void gh_source_close(struct gh_source *src);
 
 /* Host procfs directory fd used for fdinfo/mountinfo lookups and legacy /proc/self/fd paths; set it

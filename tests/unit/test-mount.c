@@ -89,7 +89,7 @@ static int inject(const char *rel, const char *cpath, enum gh_target_kind kind, 
         croot = gh_rootfs_open(C, &err);
         if (droot < 0 || croot < 0)
                 abort();
-        r = gh_source_open(droot, D, rel, &src, &err);
+        r = gh_source_open(droot, D, rel, flags, &src, &err);
         if (r == 0)
                 r = gh_attach(&src, croot, cpath, kind, flags, &err);
         gh_source_close(&src);
@@ -108,7 +108,7 @@ static void test_sources(void)
         struct stat st;
         int r;
 
-        ok(gh_source_open(droot, D, "/usr/bin/tool", &src, &err) == 0, "a driver file opens as a source");
+        ok(gh_source_open(droot, D, "/usr/bin/tool", GH_MNT_FILE, &src, &err) == 0, "a driver file opens as a source");
         is_str(src.path, at(D, "/usr/bin/tool"), "the source is named by its host path (for messages)");
         ok(src.detached == !legacy, "%s",
            legacy ? "without the new mount API it is an O_PATH fd to bind later"
@@ -117,12 +117,13 @@ static void test_sources(void)
         ok(src.fd == -1 && src.path == NULL, "closing a source leaves it empty");
 
         /* An absolute link in the driver root resolves inside it, not on the host. */
-        ok(gh_source_open(droot, D, "/usr/bin/alias", &src, &err) == 0, "a source through an absolute link opens");
+        ok(gh_source_open(droot, D, "/usr/bin/alias", GH_MNT_FILE, &src, &err) == 0,
+           "a source through an absolute link opens");
         ok(stat(at(D, "/usr/bin/tool"), &st) == 0 && src.st.st_ino == st.st_ino && src.st.st_dev == st.st_dev,
            "an absolute link in the driver root (/usr/bin/alias -> /usr/bin/tool) is the root's tool, not the host's");
         gh_source_close(&src);
 
-        r = gh_source_open(droot, D, "/usr/lib/missing.so", &src, &err);
+        r = gh_source_open(droot, D, "/usr/lib/missing.so", GH_MNT_FILE, &src, &err);
         ok(r < 0 && strstr(err->msg, "missing.so") && strstr(err->msg, D),
            "a missing driver file is an error naming its host path: %s", r < 0 ? err->msg : "");
         gh_source_close(&src);
@@ -157,7 +158,7 @@ static void test_flags(void)
         free(msg);
 }
 
-/* A source opened with the flags it will be attached with (gh_source_open_as): on a kernel with
+/* A source opened with the flags it will be attached with (gh_source_open): on a kernel with
  * open_tree_attr the clone carries them from the start; with other flags at the attach, those win
  * (the clone's extra flags are cleared); where the call is missing, the two-step path gives the
  * same mounts. */
@@ -169,7 +170,7 @@ static void preset_case(const char *rel, const char *cpath, unsigned open_flags,
         struct gh_source src;
         int r;
 
-        r = gh_source_open_as(droot, D, rel, open_flags, &src, &err);
+        r = gh_source_open(droot, D, rel, open_flags, &src, &err);
         if (r == 0)
                 r = gh_attach(&src, croot, cpath, GH_TARGET_FILE, flags, &err);
         gh_source_close(&src);
@@ -186,7 +187,7 @@ static void test_preset_flags(void)
         _cleanup_error_ gh_error_t err = NULL;
         struct gh_source src;
 
-        ok(gh_source_open_as(droot, D, "/usr/bin/tool", GH_MNT_FILE, &src, &err) == 0, "a source opens with its flags");
+        ok(gh_source_open(droot, D, "/usr/bin/tool", GH_MNT_FILE, &src, &err) == 0, "a source opens with its flags");
         tap_diag("open_tree_attr: %s",
                  src.has_flags ? "used (Linux 6.15+)" : "not here: open_tree, then mount_setattr");
         ok(!legacy || !src.has_flags, "without the new mount API no clone carries flags");
@@ -198,7 +199,7 @@ static void test_preset_flags(void)
         preset_case("/dev/node", "/preset/node", GH_MNT_DEV, GH_MNT_DEV, "ro,nosuid,dev,noexec",
                     "opened and attached as a device node");
         gh_syscall_disable(GH_SYS_OPEN_TREE_ATTR);
-        ok(gh_source_open_as(droot, D, "/usr/bin/tool", GH_MNT_FILE, &src, &err) == 0 && !src.has_flags,
+        ok(gh_source_open(droot, D, "/usr/bin/tool", GH_MNT_FILE, &src, &err) == 0 && !src.has_flags,
            "with open_tree_attr turned off the clone carries no flags");
         gh_source_close(&src);
         preset_case("/usr/bin/tool", "/preset/two-step", GH_MNT_FILE, GH_MNT_FILE, "ro,nosuid,nodev,exec",
@@ -214,7 +215,7 @@ static void test_swapped_source(void)
         struct gh_source src;
         int r;
 
-        ok(gh_source_open(droot, D, "/usr/lib/libswap.so", &src, &err) == 0, "libswap.so opens");
+        ok(gh_source_open(droot, D, "/usr/lib/libswap.so", GH_MNT_FILE, &src, &err) == 0, "libswap.so opens");
         if (rename(at(D, "/usr/lib/libswap.so"), at(D, "/usr/lib/libswap.so.old")) < 0)
                 abort();
         put_file("evil\n", "%s/usr/lib/libswap.so", D);
