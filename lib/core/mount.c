@@ -20,6 +20,9 @@
 
 static int proc_fd = AT_FDCWD;
 static int engine_root = AT_FDCWD;
+/* statmount or the unique mount id is missing here (ENOSYS, a kernel before 6.8, a seccomp filter):
+ * remembered for the process, the mount table is read instead. */
+static bool no_statmount;
 
 /* Shared mounts of the namespace we are in, read once per namespace entry: every injected file
  * checks its parent mount, and re-reading mountinfo for each would dominate configure's time. */
@@ -191,21 +194,54 @@ static void load_shared(void)
         }
 }
 
+/* Whether the mount holding fd is shared, asked of statmount (Linux 6.8) by the mount's unique id:
+ * one system call instead of reading and parsing the namespace's mount table, whose size is the
+ * host's.  1 shared, 0 not, -1 when it cannot be asked that way (the caller reads the table). */
+static int statmount_shared(int fd)
+{
+        struct gh_statmount sm;
+        struct statx stx;
+
+        if (no_statmount)
+                return -1;
+        if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID_UNIQUE, &stx) < 0)
+                return -1;
+        if (!(stx.stx_mask & STATX_MNT_ID_UNIQUE)) {
+                no_statmount = true;
+                return -1;
+        }
+        memset(&sm, 0, sizeof(sm));
+        if (gh_statmount(stx.stx_mnt_id, GH_STATMOUNT_MNT_BASIC, &sm) < 0) {
+                if (errno == ENOSYS || errno == EPERM)
+                        no_statmount = true;
+                return -1; /* any other answer: the mount table decides this one */
+        }
+        if (!(sm.mask & GH_STATMOUNT_MNT_BASIC))
+                return -1;
+        return (sm.mnt_propagation & MS_SHARED) != 0;
+}
+
 int gh_check_not_shared(int fd, const char *name, gh_error_t *err)
 {
-        int id = fd_mount_id(fd);
+        int shared_now = statmount_shared(fd);
 
-        if (id < 0)
-                return 0; /* no way to tell; the runtime's own propagation setting stands */
-        if (!shared.loaded)
-                load_shared();
-        for (size_t i = 0; i < shared.n; i++)
-                if (shared.ids[i] == id)
-                        return gh_err(
-                                err, 0,
-                                "refusing to mount onto %s: it lies on a shared mount, so the mount would propagate back to the host; "
-                                "make that volume private or rslave",
-                                name);
+        if (shared_now < 0) {
+                int id = fd_mount_id(fd);
+                if (id < 0)
+                        return 0; /* no way to tell; the runtime's own propagation setting stands */
+                if (!shared.loaded)
+                        load_shared();
+                shared_now = 0;
+                for (size_t i = 0; i < shared.n; i++)
+                        if (shared.ids[i] == id)
+                                shared_now = 1;
+        }
+        if (shared_now)
+                return gh_err(
+                        err, 0,
+                        "refusing to mount onto %s: it lies on a shared mount, so the mount would propagate back to the host; "
+                        "make that volume private or rslave",
+                        name);
         return 0;
 }
 

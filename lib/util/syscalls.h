@@ -40,6 +40,38 @@
 #ifndef __NR_open_tree_attr
 #define __NR_open_tree_attr 467 /* Linux 6.15; the same number on every architecture */
 #endif
+#ifndef __NR_statmount
+#define __NR_statmount 457 /* Linux 6.8; the same number on every architecture */
+#endif
+
+/* statmount(2): a mount's attributes by its unique id (statx's STATX_MNT_ID_UNIQUE), without
+ * reading the namespace's whole mount table.  Only the fixed part of struct statmount that is used
+ * here; the kernel fills at most the buffer it is given. */
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x4000U
+#endif
+#define GH_STATMOUNT_MNT_BASIC 0x2U
+#define GH_MNT_ID_REQ_SIZE_VER0 24
+struct gh_mnt_id_req {
+        uint32_t size;
+        uint32_t spare;
+        uint64_t mnt_id;
+        uint64_t param;
+};
+struct gh_statmount {
+        uint32_t size;
+        uint32_t mnt_opts;
+        uint64_t mask;
+        uint32_t sb_dev_major, sb_dev_minor;
+        uint64_t sb_magic;
+        uint32_t sb_flags, fs_type;
+        uint64_t mnt_id, mnt_parent_id;
+        uint32_t mnt_id_old, mnt_parent_id_old;
+        uint64_t mnt_attr;
+        uint64_t mnt_propagation; /* MS_SHARED, MS_SLAVE, MS_PRIVATE, MS_UNBINDABLE */
+        uint64_t mnt_peer_group, mnt_master, propagate_from;
+        uint64_t spare2[56]; /* room for what newer kernels add after these */
+};
 
 #ifndef RESOLVE_NO_XDEV
 #define RESOLVE_NO_XDEV 0x01
@@ -103,6 +135,7 @@ enum {
         GH_SYS_NEW_MOUNT_API = 1 << 1, /* open_tree, move_mount, mount_setattr, fsopen, fsmount */
         GH_SYS_PIDFD = 1 << 2,
         GH_SYS_OPEN_TREE_ATTR = 1 << 3, /* open_tree_attr alone: open_tree + mount_setattr instead */
+        GH_SYS_STATMOUNT = 1 << 4,      /* statmount: the mount table is read instead */
 };
 extern unsigned gh_syscalls_disabled;
 static inline void gh_syscall_disable(unsigned mask) { gh_syscalls_disabled |= mask; }
@@ -163,6 +196,13 @@ static inline int gh_fsmount(int fd, unsigned flags, unsigned attr_flags)
 {
         GH_SYSCALL_GATE(GH_SYS_NEW_MOUNT_API);
         return (int) syscall(__NR_fsmount, fd, flags, attr_flags);
+}
+
+static inline int gh_statmount(uint64_t mnt_id, uint64_t mask, struct gh_statmount *buf)
+{
+        struct gh_mnt_id_req req = { .size = GH_MNT_ID_REQ_SIZE_VER0, .mnt_id = mnt_id, .param = mask };
+        GH_SYSCALL_GATE(GH_SYS_STATMOUNT);
+        return (int) syscall(__NR_statmount, &req, buf, sizeof(*buf), 0);
 }
 
 static inline int gh_pidfd_open(pid_t pid, unsigned flags)

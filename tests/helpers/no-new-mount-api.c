@@ -12,13 +12,10 @@
 
 int main(int argc, char **argv)
 {
-        static const int mount_api[] = { 428 /* open_tree */,
-                                         429 /* move_mount */,
-                                         430 /* fsopen */,
-                                         431 /* fsconfig */,
-                                         432 /* fsmount */,
-                                         442 /* mount_setattr */,
-                                         467 /* open_tree_attr */ };
+        static const int mount_api[] = { 428 /* open_tree */, 429 /* move_mount */,
+                                         430 /* fsopen */,    431 /* fsconfig */,
+                                         432 /* fsmount */,   442 /* mount_setattr */,
+                                         457 /* statmount */, 467 /* open_tree_attr */ };
         int first = 1, only_openat2 = 0;
         scmp_filter_ctx ctx;
 

@@ -231,18 +231,37 @@ static void test_swapped_source(void)
 
 /* A target on a shared mount would propagate to the host: refused, and before anything is created
  * there (an empty file made in a shared volume is already a write to the host). */
-static void test_shared(void)
+static void shared_once(const char *how, const char *private_target)
 {
         char *msg = NULL;
         struct stat st;
         int r = inject("/usr/bin/tool", "/vol/sub/tool", GH_TARGET_FILE, GH_MNT_FILE, &msg);
 
         ok(r < 0 && msg && strstr(msg, "shared mount") && strstr(msg, "/vol/sub/tool"),
-           "a target on a shared volume is refused, naming it: %s", msg ? msg : "");
+           "%s: a target on a shared volume is refused, naming it: %s", how, msg ? msg : "");
         free(msg);
-        ok(stat(at(C, "/vol/sub"), &st) < 0 && errno == ENOENT, "nothing was created in the shared volume");
-        ok(inject("/usr/bin/tool", "/vol", GH_TARGET_FILE, GH_MNT_FILE, &msg) < 0, "nor onto the volume itself");
+        ok(stat(at(C, "/vol/sub"), &st) < 0 && errno == ENOENT, "%s: nothing was created in the shared volume", how);
+        ok(inject("/usr/bin/tool", "/vol", GH_TARGET_FILE, GH_MNT_FILE, &msg) < 0, "%s: nor onto the volume itself",
+           how);
         free(msg);
+        ok(inject("/usr/bin/tool", private_target, GH_TARGET_FILE, GH_MNT_FILE, &msg) == 0,
+           "%s: a target on a private mount is not refused: %s", how, msg ? msg : "");
+        free(msg);
+}
+
+/* Asked of statmount (Linux 6.8) where the kernel has it, then of the mount table, as on older
+ * kernels: both must refuse the same targets. */
+static void test_shared(void)
+{
+        struct gh_statmount sm;
+        struct statx stx;
+        bool have = statx(AT_FDCWD, "/", 0, STATX_MNT_ID_UNIQUE, &stx) == 0 && (stx.stx_mask & STATX_MNT_ID_UNIQUE) &&
+                    gh_statmount(stx.stx_mnt_id, GH_STATMOUNT_MNT_BASIC, &sm) == 0;
+
+        tap_diag("statmount: %s", have ? "this kernel has it" : "not here (the mount table is read)");
+        shared_once(have ? "statmount" : "mount table", "/usr/bin/tool-a");
+        gh_syscall_disable(GH_SYS_STATMOUNT);
+        shared_once("mount table", "/usr/bin/tool-b");
 }
 
 /* An image's symlink at the target is replaced, never followed to the host. */
