@@ -119,40 +119,39 @@ static void flatten(char *s)
                         *s = ' ';
 }
 
-/* True when the in-root path resolves to a file named after the running driver's version (the
- * driver's own library, not another copy an ld.so.cache may list first). */
-static bool is_driver_file(int rootfd, const char *path, const char *version)
+/* The in-root path opened (O_PATH) when it resolves to a file named after the running driver's
+ * version (the driver's own library, not another copy an ld.so.cache may list first), else -1. */
+static int driver_file(int rootfd, const char *path, const char *version)
 {
-        _cleanup_error_ gh_error_t e = NULL;
-        _cleanup_close_ int fd = gh_resolve(rootfd, path, O_PATH, &e);
+        _cleanup_close_ int fd = gh_resolve(rootfd, path, O_PATH, NULL);
         char link[64], target[PATH_MAX];
         ssize_t n;
         size_t vlen = strlen(version);
 
         if (fd < 0)
-                return false;
+                return -1;
         snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
         n = readlink(link, target, sizeof(target) - 1);
         if (n <= 0)
-                return false;
+                return -1;
         target[n] = '\0';
-        return (size_t) n > vlen + 1 && target[n - (ssize_t) vlen - 1] == '.' &&
-               strcmp(target + n - vlen, version) == 0;
+        if ((size_t) n > vlen + 1 && target[n - (ssize_t) vlen - 1] == '.' && strcmp(target + n - vlen, version) == 0)
+                return TAKE_FD(fd);
+        return -1;
 }
 
-/* The files the fingerprint follows: for each SONAME, the root's ld.so.cache 64-bit entry whose file
- * carries the driver's version (what the driver's own libraries are named), else its first 64-bit
- * entry (what the NVML service's dlopen, chrooted there with an empty environment, loads). */
-static int find_libs(int rootfd, const char *version, char **libs, gh_error_t *err)
+/* The files the fingerprint follows: for each SONAME, the root's ld.so.cache (open on ldfd, -1 when
+ * there is none) 64-bit entry whose file carries the driver's version (what the driver's own
+ * libraries are named), else its first 64-bit entry (what the NVML service's dlopen, chrooted there
+ * with an empty environment, loads).  fds[i]: the file found by its version, opened, else -1. */
+static int find_libs(int rootfd, int ldfd, const char *version, char **libs, int *fds, gh_error_t *err)
 {
-        _cleanup_close_ int fd = -1;
         struct gh_ldcache *cache = NULL;
         _cleanup_error_ gh_error_t e = NULL;
 
         for (size_t i = 0; i < GH_DRIVER_FP_NLIBS; i++)
                 libs[i] = NULL;
-        fd = gh_resolve(rootfd, "etc/ld.so.cache", O_RDONLY, &e);
-        if (fd >= 0 && gh_ldcache_open(fd, "the driver root's /etc/ld.so.cache", &cache, &e) < 0)
+        if (ldfd >= 0 && gh_ldcache_open(ldfd, "the driver root's /etc/ld.so.cache", &cache, &e) < 0)
                 cache = NULL;
         for (size_t i = 0; i < GH_DRIVER_FP_NLIBS; i++) {
                 const char *found = "";
@@ -163,7 +162,7 @@ static int find_libs(int rootfd, const char *version, char **libs, gh_error_t *e
                                 continue;
                         if (found[0] == '\0')
                                 found = en->value;
-                        if (is_driver_file(rootfd, en->value, version)) {
+                        if ((fds[i] = driver_file(rootfd, en->value, version)) >= 0) {
                                 found = en->value;
                                 break;
                         }
@@ -287,7 +286,11 @@ int gh_driver_fingerprint(int rootfd, char *const *libs, struct gh_driver_fp *fp
         struct text t = { 0 };
         char buf[4096];
         struct stat st;
-        int r;
+        int r, lib_fds[GH_DRIVER_FP_NLIBS];
+        _cleanup_close_ int ldfd = -1;
+
+        for (size_t i = 0; i < GH_DRIVER_FP_NLIBS; i++)
+                lib_fds[i] = -1;
 
         memset(fp, 0, sizeof(*fp));
         put(&t, "format %d\nwriter %s\n", GH_STATECACHE_FORMAT, gpuhook_version());
@@ -307,18 +310,16 @@ int gh_driver_fingerprint(int rootfd, char *const *libs, struct gh_driver_fp *fp
         flatten(buf);
         put(&t, "nvrm %s\n", buf);
 
-        {
-                _cleanup_error_ gh_error_t e = NULL;
-                _cleanup_close_ int fd = gh_resolve(rootfd, "etc/ld.so.cache", O_PATH, &e);
-                put(&t, "ldcache ");
-                if (fd >= 0 && fstat(fd, &st) == 0)
-                        put_identity(&t, &st);
-                else
-                        put(&t, "absent");
-                put(&t, "\n");
-        }
+        /* Opened once: its identity here, its entries (when the libraries are to be found) below. */
+        ldfd = gh_resolve(rootfd, "etc/ld.so.cache", libs == NULL ? O_RDONLY : O_PATH, NULL);
+        put(&t, "ldcache ");
+        if (ldfd >= 0 && fstat(ldfd, &st) == 0)
+                put_identity(&t, &st);
+        else
+                put(&t, "absent");
+        put(&t, "\n");
         if (libs == NULL) {
-                if (find_libs(rootfd, fp->driver_version, fp->libs, err) < 0)
+                if (find_libs(rootfd, ldfd, fp->driver_version, fp->libs, lib_fds, err) < 0)
                         goto fail;
         } else {
                 for (size_t i = 0; i < GH_DRIVER_FP_NLIBS; i++)
@@ -328,8 +329,10 @@ int gh_driver_fingerprint(int rootfd, char *const *libs, struct gh_driver_fp *fp
                         }
         }
         for (size_t i = 0; i < GH_DRIVER_FP_NLIBS; i++) {
-                _cleanup_error_ gh_error_t e = NULL;
-                _cleanup_close_ int fd = fp->libs[i][0] ? gh_resolve(rootfd, fp->libs[i], O_PATH, &e) : -1;
+                /* The file find_libs already opened, or the path resolved now. */
+                _cleanup_close_ int fd = lib_fds[i] >= 0  ? TAKE_FD(lib_fds[i])
+                                         : fp->libs[i][0] ? gh_resolve(rootfd, fp->libs[i], O_PATH, NULL)
+                                                          : -1;
                 put(&t, "lib %s %s ", lib_names[i], fp->libs[i][0] ? fp->libs[i] : "-");
                 if (fd >= 0 && fstat(fd, &st) == 0)
                         put_identity(&t, &st);
@@ -339,8 +342,7 @@ int gh_driver_fingerprint(int rootfd, char *const *libs, struct gh_driver_fp *fp
         }
 
         {
-                _cleanup_error_ gh_error_t e = NULL;
-                _cleanup_close_ int dfd = gh_resolve(rootfd, PROC_NVIDIA "/gpus", O_RDONLY | O_DIRECTORY, &e);
+                _cleanup_close_ int dfd = gh_resolve(rootfd, PROC_NVIDIA "/gpus", O_RDONLY | O_DIRECTORY, NULL);
                 struct gpus_walk w = { .t = &t, .fp = fp };
                 put(&t, "gpus");
                 if (dfd >= 0 && (r = each_entry(dfd, gpu_entry, &w)) < 0) {
@@ -350,8 +352,7 @@ int gh_driver_fingerprint(int rootfd, char *const *libs, struct gh_driver_fp *fp
                 put(&t, "\n");
         }
         {
-                _cleanup_error_ gh_error_t e = NULL;
-                _cleanup_close_ int dfd = gh_resolve(rootfd, PROC_NVIDIA "/capabilities", O_RDONLY | O_DIRECTORY, &e);
+                _cleanup_close_ int dfd = gh_resolve(rootfd, PROC_NVIDIA "/capabilities", O_RDONLY | O_DIRECTORY, NULL);
                 struct caps_walk w = { .t = &t, .dfd = dfd };
                 put(&t, "caps");
                 if (dfd >= 0 && (r = each_entry(dfd, caps_entry, &w)) < 0) {
@@ -367,6 +368,9 @@ int gh_driver_fingerprint(int rootfd, char *const *libs, struct gh_driver_fp *fp
         fp->text = t.p;
         return 0;
 fail:
+        for (size_t i = 0; i < GH_DRIVER_FP_NLIBS; i++)
+                if (lib_fds[i] >= 0)
+                        close(lib_fds[i]);
         free(t.p);
         gh_driver_fp_free(fp);
         return -1;

@@ -77,15 +77,13 @@ static int make_device_node(int rootfd, const struct gh_item *it, gh_error_t *er
  * a CPU machine) the directory does not exist and procfs refuses mkdir: mask /proc/driver then. */
 static int proc_mask_point(int rootfd, const char **base, gh_error_t *err)
 {
-        _cleanup_error_ gh_error_t e = NULL;
-        _cleanup_close_ int fd = gh_resolve(rootfd, "/proc/driver/nvidia", O_PATH | O_DIRECTORY, &e);
+        _cleanup_close_ int fd = gh_resolve(rootfd, "/proc/driver/nvidia", O_PATH | O_DIRECTORY, NULL);
         struct statfs sfs;
 
         *base = "/proc/driver/nvidia";
         if (fd >= 0)
                 return 0;
-        gh_error_free(&e);
-        _cleanup_close_ int drv = gh_resolve(rootfd, "/proc/driver", O_RDONLY | O_DIRECTORY, &e);
+        _cleanup_close_ int drv = gh_resolve(rootfd, "/proc/driver", O_RDONLY | O_DIRECTORY, NULL);
         if (drv >= 0 && fstatfs(drv, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC) {
                 *base = "/proc/driver";
                 return 1;

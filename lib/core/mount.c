@@ -304,13 +304,12 @@ int gh_check_creation_point(int rootfd, const char *cpath, gh_error_t *err)
                 return gh_err(err, ENAMETOOLONG, "container path %.64s... is too long", cpath);
         memcpy(dir, cpath, n + 1);
         for (;;) {
-                _cleanup_error_ gh_error_t e = NULL;
                 char *slash = strrchr(dir, '/');
                 if (slash == NULL || slash == dir)
                         strcpy(dir, "/");
                 else
                         *slash = '\0';
-                _cleanup_close_ int fd = gh_resolve(rootfd, dir, O_PATH | O_DIRECTORY, &e);
+                _cleanup_close_ int fd = gh_resolve(rootfd, dir, O_PATH | O_DIRECTORY, NULL);
                 if (fd >= 0)
                         return gh_check_not_shared(fd, cpath, err);
                 if (strcmp(dir, "/") == 0)

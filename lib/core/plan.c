@@ -175,15 +175,14 @@ static void set_layout(struct gh_layout *out, const char *lib, const char *lib32
 
 void gh_layout_detect(int rootfd, struct gh_layout *out)
 {
-        _cleanup_error_ gh_error_t e = NULL, e2 = NULL;
-        _cleanup_close_ int fd = gh_resolve(rootfd, "/etc/debian_version", O_PATH, &e);
+        _cleanup_close_ int fd = gh_resolve(rootfd, "/etc/debian_version", O_PATH, NULL);
         _cleanup_close_ int l32 = -1;
 
         if (fd >= 0) {
                 set_layout(out, "/usr/lib/x86_64-linux-gnu", "/usr/lib/i386-linux-gnu");
                 return;
         }
-        l32 = gh_resolve(rootfd, "/usr/lib32", O_PATH | O_DIRECTORY, &e2);
+        l32 = gh_resolve(rootfd, "/usr/lib32", O_PATH | O_DIRECTORY, NULL);
         set_layout(out, "/usr/lib64", l32 >= 0 ? "/usr/lib32" : "/usr/lib");
 }
 

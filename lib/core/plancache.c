@@ -378,16 +378,12 @@ char *gh_plan_cache_key(int droot, const char *root, const char *ldcache, const 
         for (size_t i = 0; i < n; i++)
                 fprintf(f, "arg %s\n", argv[i]);
         for (size_t i = 0; i < sizeof(present) / sizeof(present[0]); i++) {
-                _cleanup_close_ int fd = -1;
-                _cleanup_error_ gh_error_t e = NULL;
-                fd = gh_resolve(droot, present[i], O_PATH, &e);
+                _cleanup_close_ int fd = gh_resolve(droot, present[i], O_PATH, NULL);
                 fprintf(f, "present %s %d\n", present[i], fd >= 0);
         }
         {
-                _cleanup_close_ int fd = -1;
-                _cleanup_error_ gh_error_t e = NULL;
                 const char *mps = req->mps_pipe_dir ? req->mps_pipe_dir : GH_DRIVER_DEFAULT_MPS_PIPE_DIR;
-                fd = gh_resolve(droot, mps, O_PATH, &e);
+                _cleanup_close_ int fd = gh_resolve(droot, mps, O_PATH, NULL);
                 fprintf(f, "present %s %d\n", mps, fd >= 0);
         }
         if (fclose(f) != 0) {

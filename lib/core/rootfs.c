@@ -260,6 +260,10 @@ int gh_resolve(int rootfd, const char *path, int oflags, gh_error_t *err)
         if (oflags & O_CREAT)
                 return gh_err(err, EINVAL, "resolving %s: O_CREAT is not allowed here", path);
         fd = resolve_fd(rootfd, path, oflags, 0, 0);
+        if (fd < 0 && err == NULL) {
+                errno = -fd;
+                return -1;
+        }
         if (fd < 0) {
                 /* The same resolver serves container roots and driver roots: name the root. */
                 _cleanup_free_ char *root = gh_fd_path(rootfd);

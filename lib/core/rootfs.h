@@ -20,7 +20,8 @@ int gh_rootfs_open(const char *path, gh_error_t *err);
 
 /* Opens PATH inside the root.  oflags: O_PATH, O_RDONLY, O_WRONLY, O_RDWR, O_DIRECTORY and
  * O_NOFOLLOW (the last component is not followed; with O_PATH the link itself is returned).
- * O_CREAT is refused: use the create helpers.  O_CLOEXEC is always added. */
+ * O_CREAT is refused: use the create helpers.  O_CLOEXEC is always added.  err NULL: a probe
+ * whose failure needs no message (-1 with errno; the root's path is not looked up for one). */
 int gh_resolve(int rootfd, const char *path, int oflags, gh_error_t *err);
 
 /* mkdir -p inside the root, one component at a time; returns an O_PATH|O_DIRECTORY fd. */
