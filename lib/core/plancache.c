@@ -26,6 +26,8 @@ static void put_str(FILE *f, const char *s)
         for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
                 if (*p == '"' || *p == '\\')
                         fprintf(f, "\\%c", *p);
+                else if (*p == '\n')
+                        fputs("\\n", f); /* the /proc texts are lines: two bytes each, not six */
                 else if (*p < 0x20 || *p == 0x7f)
                         fprintf(f, "\\u%04x", *p);
                 else
@@ -97,7 +99,7 @@ char *gh_plan_to_text(const struct gh_plan *p)
 /* ---- reading ------------------------------------------------------------------------------- */
 
 struct reader {
-        const struct gh_json *d;
+        struct gh_json *d;
         const char *why;
 };
 
@@ -108,7 +110,8 @@ static int bad(struct reader *r, const char *why)
         return -1;
 }
 
-/* A string or null member (NULL for null), copied; a string at most max bytes long. */
+/* A string or null member (NULL for null), a string at most max bytes long: the decoded string is
+ * taken from the document (not copied; each node is read once). */
 static int get_str(struct reader *r, int node, size_t max, char **out)
 {
         *out = NULL;
@@ -116,10 +119,10 @@ static int get_str(struct reader *r, int node, size_t max, char **out)
                 return bad(r, "a member is missing");
         if (r->d->v[node].type == GH_JSON_NULL)
                 return 0;
-        if (r->d->v[node].type != GH_JSON_STRING || strlen(r->d->v[node].str) > max)
+        if (r->d->v[node].type != GH_JSON_STRING || r->d->v[node].str == NULL || strlen(r->d->v[node].str) > max)
                 return bad(r, "a string member is not one");
-        *out = strdup(r->d->v[node].str);
-        return *out ? 0 : bad(r, "out of memory");
+        *out = steal_pointer(&r->d->v[node].str);
+        return 0;
 }
 
 static int get_uint(struct reader *r, int node, unsigned long long max, unsigned long long *out)
@@ -169,11 +172,17 @@ static int read_item(struct reader *r, int node, struct gh_item *it)
         static const unsigned long long num_max[] = {
                 GH_ITEM_SYMLINK, GH_ROLE_CONFIG, 0xff, 4095, 0xfffff, 1, 0xffffffffu, 1, 1
         };
+        int at[13];
+        size_t n = 0;
 
-        if (count(r->d, node) != 13)
+        /* The 13 elements in one walk of the list. */
+        for (int c = elem(r->d, node, 0); c >= 0; c = r->d->v[c].next)
+                if (n++ < 13)
+                        at[n - 1] = c;
+        if (n != 13)
                 return bad(r, "an item has the wrong shape");
         for (size_t k = 0; k < sizeof(num_at) / sizeof(num_at[0]); k++)
-                if (get_uint(r, elem(r->d, node, (size_t) num_at[k]), num_max[k], &v[k]) < 0)
+                if (get_uint(r, at[num_at[k]], num_max[k], &v[k]) < 0)
                         return -1;
         it->kind = (enum gh_item_kind) v[0];
         it->role = (enum gh_item_role) v[1];
@@ -183,10 +192,8 @@ static int read_item(struct reader *r, int node, struct gh_item *it)
         it->cap = (unsigned) v[6];
         it->compat32 = v[7] != 0;
         it->host_src = v[8] != 0;
-        if (get_str(r, elem(r->d, node, 2), 4096, &it->src) < 0 ||
-            get_str(r, elem(r->d, node, 3), 4096, &it->dst) < 0 ||
-            get_str(r, elem(r->d, node, 4), 4096, &it->target) < 0 ||
-            get_str(r, elem(r->d, node, 11), 256, &it->soname) < 0)
+        if (get_str(r, at[2], 4096, &it->src) < 0 || get_str(r, at[3], 4096, &it->dst) < 0 ||
+            get_str(r, at[4], 4096, &it->target) < 0 || get_str(r, at[11], 256, &it->soname) < 0)
                 return -1;
         if (!plain_path(it->dst) || (it->kind == GH_ITEM_SYMLINK ? it->target == NULL : !plain_path(it->src)))
                 return bad(r, "an item names no plain path");
