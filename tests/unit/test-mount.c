@@ -239,11 +239,11 @@ static void shared_once(const char *how, const char *private_target)
 
         ok(r < 0 && msg && strstr(msg, "shared mount") && strstr(msg, "/vol/sub/tool"),
            "%s: a target on a shared volume is refused, naming it: %s", how, msg ? msg : "");
-        free(msg);
+        free(steal_pointer(&msg));
         ok(stat(at(C, "/vol/sub"), &st) < 0 && errno == ENOENT, "%s: nothing was created in the shared volume", how);
         ok(inject("/usr/bin/tool", "/vol", GH_TARGET_FILE, GH_MNT_FILE, &msg) < 0, "%s: nor onto the volume itself",
            how);
-        free(msg);
+        free(steal_pointer(&msg));
         ok(inject("/usr/bin/tool", private_target, GH_TARGET_FILE, GH_MNT_FILE, &msg) == 0,
            "%s: a target on a private mount is not refused: %s", how, msg ? msg : "");
         free(msg);
