@@ -13,14 +13,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cdi-hook.h"
 #include "cleanup.h"
 #include "cli.h"
+#include "config.h" /* the build's: GPUHOOK_CLI_PATH */
 #include "gpuhook.h"
 #include "log.h"
+#include "statecache.h"
 
 enum flag_kind { F_BOOL, F_VALUE, F_LIST };
 
@@ -72,6 +76,11 @@ static const struct flag compat_flags[] = {
         CONTAINER_SPEC,
         { NULL, 0, NULL, NULL },
 };
+static const struct flag require_flags[] = {
+        { "driver-root", F_VALUE, "DIR", "the driver root whose versions are checked (default: the global one, /)" },
+        CONTAINER_SPEC,
+        { NULL, 0, NULL, NULL },
+};
 static const struct flag state_only_flags[] = {
         CONTAINER_SPEC,
         { NULL, 0, NULL, NULL },
@@ -87,6 +96,8 @@ static const struct subcommand subcommands[] = {
           state_only_flags },
         { "update-application-profile", "limit EGL and Vulkan to the container's GPUs (driver application profile)",
           state_only_flags },
+        { "check-requirements", "refuse the container when the image's NVIDIA_REQUIRE_* are not met by the driver",
+          require_flags },
         { "chmod", "deprecated: set the mode of /dev entries in the container", chmod_flags },
         { "noop", "do nothing", no_flags },
 };
@@ -123,20 +134,23 @@ static void usage(FILE *out)
                         fprintf(out, "    %-32s %s\n", left, f->help);
                 }
         }
-        fprintf(out, "\n"
-                     "Every subcommand (but noop) also takes:\n"
-                     "      --container-spec=FILE        the OCI state from FILE ('-': stdin, the default)\n"
-                     "\n"
-                     "Global flags (before the subcommand; with nvidia-ctk, before or after 'hook'):\n"
-                     "  -d, --debug                      debug messages on stderr\n"
-                     "      --quiet                      errors only\n"
-                     "      --driver-root=DIR            gpu-hook's: where /proc/driver/nvidia is read (default /)\n"
-                     "      --config=FILE                gpu-hook's: its configuration, for the cuda-compat key\n"
-                     "  -v, --version                    print the version\n"
-                     "  -h, --help                       this help; SUBCOMMAND --help: its flags\n"
-                     "\n"
-                     "An unknown subcommand or flag is a warning and exits 0, so specs of newer toolkits still start.\n"
-                     "Exit status: 0 done, 1 failure.\n");
+        fprintf(out,
+                "\n"
+                "Every subcommand (but noop) also takes:\n"
+                "      --container-spec=FILE        the OCI state from FILE ('-': stdin, the default)\n"
+                "\n"
+                "Global flags (before the subcommand; with nvidia-ctk, before or after 'hook'):\n"
+                "  -d, --debug                      debug messages on stderr\n"
+                "      --quiet                      errors only\n"
+                "      --driver-root=DIR            gpu-hook's: where /proc/driver/nvidia is read (default /)\n"
+                "      --config=FILE                gpu-hook's: its configuration, for the cuda-compat key\n"
+                "      --state-file=FILE            gpu-hook's: the driver-state cache check-requirements reads\n"
+                "                                   (default /run/gpu-hook/driver-state.json for the driver root /)\n"
+                "  -v, --version                    print the version\n"
+                "  -h, --help                       this help; SUBCOMMAND --help: its flags\n"
+                "\n"
+                "An unknown subcommand or flag is a warning and exits 0, so specs of newer toolkits still start.\n"
+                "Exit status: 0 done, 1 failure.\n");
 }
 
 static void sub_usage(const struct subcommand *s)
@@ -353,6 +367,21 @@ static int build_opts(const struct values *v, struct gh_cdi_hook_opts *o, struct
                 o->app_profile = true;
                 return 0;
         }
+        if (strcmp(name, "check-requirements") == 0) {
+                if ((s = value_of(v, "driver-root")) != NULL && *s != '\0') {
+                        if (s[0] != '/')
+                                return fail(name, "--driver-root needs an absolute path"), -1;
+                        o->root = s;
+                }
+                o->check_requirements = true;
+                /* NVML's facts from the driver-state cache `gpu-cli cache` keeps: the host driver's, or
+                 * the one --state-file names */
+                if (o->cache_file == NULL && strcmp(o->root, "/") == 0)
+                        o->cache_file = GH_STATECACHE_DEFAULT;
+                if (o->cache_file != NULL)
+                        o->cache = &gh_statecache;
+                return 0;
+        }
         /* chmod */
         s = value_of(v, "mode");
         char *end;
@@ -367,6 +396,101 @@ static int build_opts(const struct values *v, struct gh_cdi_hook_opts *o, struct
         return o->nchmod > 0 ? 0 : 1;
 }
 
+/* check-requirements in the static nvidia-cdi-hook.  Its dlopen would need the glibc it was linked
+ * with, so it loads no driver library: the facts come from the driver-state cache, and when that
+ * cannot answer, gpu-cli (a dynamic program, run with the environment this process was left with)
+ * runs the same check.  The state is kept in a memfd, read here and again there. */
+#ifdef GH_NVHOOK_STATIC
+static int require_prepare(struct gh_cdi_hook_opts *o, int *state)
+{
+        char buf[65536];
+        ssize_t n;
+
+        o->no_driver_libs = true;
+        if (o->state_file != NULL && strcmp(o->state_file, "-") != 0)
+                return 0;
+        *state = memfd_create("oci-state", MFD_CLOEXEC);
+        if (*state < 0)
+                return fprintf(stderr, "%s: check-requirements: memfd_create: %m\n", prog), -1;
+        while ((n = read(o->state_fd, buf, sizeof(buf))) != 0) {
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 || write(*state, buf, (size_t) n) != n)
+                        return fprintf(stderr, "%s: check-requirements: keeping the container state: %m\n", prog), -1;
+        }
+        if (lseek(*state, 0, SEEK_SET) < 0)
+                return fprintf(stderr, "%s: check-requirements: %m\n", prog), -1;
+        o->state_fd = *state;
+        o->state_file = NULL;
+        return 0;
+}
+
+/* gpu-cli beside this program (the build tree), else where it is installed. */
+static int require_elsewhere(const struct gh_cdi_hook_opts *o, int state, bool debug, bool quiet)
+{
+        char self[PATH_MAX], cli[PATH_MAX], root[PATH_MAX + 8], config[PATH_MAX + 10], cache[PATH_MAX + 14],
+                spec[PATH_MAX + 18];
+        const char *argv[12];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        char *slash;
+        int a = 0;
+
+        cli[0] = '\0';
+        if (n > 0) {
+                self[n] = '\0';
+                if ((slash = strrchr(self, '/')) != NULL) {
+                        snprintf(cli, sizeof(cli), "%.*s/gpu-cli", (int) (slash - self), self);
+                        if (access(cli, X_OK) < 0)
+                                cli[0] = '\0';
+                }
+        }
+        if (cli[0] == '\0')
+                snprintf(cli, sizeof(cli), "%s", GPUHOOK_CLI_PATH);
+        snprintf(root, sizeof(root), "--root=%s", o->root);
+        argv[a++] = "gpu-cli";
+        argv[a++] = root;
+        argv[a++] = "nvidia-cdi-hook";
+        if (debug || quiet)
+                argv[a++] = debug ? "--debug" : "--quiet";
+        if (o->config != NULL) {
+                snprintf(config, sizeof(config), "--config=%s", o->config);
+                argv[a++] = config;
+        }
+        if (o->cache_file != NULL) {
+                snprintf(cache, sizeof(cache), "--state-file=%s", o->cache_file);
+                argv[a++] = cache;
+        }
+        argv[a++] = "check-requirements";
+        if (o->state_file != NULL) {
+                snprintf(spec, sizeof(spec), "--container-spec=%s", o->state_file);
+                argv[a++] = spec;
+        }
+        argv[a] = NULL;
+        if (state >= 0 && (lseek(state, 0, SEEK_SET) < 0 || dup2(state, STDIN_FILENO) < 0))
+                return fprintf(stderr, "%s: check-requirements: handing the state on: %m\n", prog), GH_EXIT_FAILURE;
+        gh_debug("check-requirements: the cache cannot answer; asking the driver through %s", cli);
+        execv(cli, (char *const *) argv);
+        fprintf(stderr,
+                "%s: check-requirements: the driver must be asked and %s cannot run (%m): install gpu-cli, run "
+                "'gpu-cli cache refresh', or set NVIDIA_DISABLE_REQUIRE=true in the image\n",
+                prog, cli);
+        return GH_EXIT_FAILURE;
+}
+#else
+/* gpu-cli, or nvidia-cdi-hook linked dynamically: the check loads what it needs itself. */
+static int require_prepare(struct gh_cdi_hook_opts *o, int *state)
+{
+        (void) o;
+        (void) state;
+        return 0;
+}
+static int require_elsewhere(const struct gh_cdi_hook_opts *o, int state, bool debug, bool quiet)
+{
+        (void) o, (void) state, (void) debug, (void) quiet;
+        return GH_EXIT_FAILURE;
+}
+#endif
+
 int cli_nvhook(int argc, char **argv, const char *root)
 {
         struct gh_cdi_hook_opts o = { .root = root, .state_fd = STDIN_FILENO };
@@ -374,6 +498,7 @@ int cli_nvhook(int argc, char **argv, const char *root)
         struct values v = { 0 };
         struct gh_cdi_pair *links = NULL;
         const char **folders = NULL;
+        _cleanup_close_ int state = -1;
         const char *base = strrchr(argv[0], '/');
         bool debug = false, quiet = false, ctk = false;
         int i = 1, r = GH_EXIT_OK;
@@ -398,14 +523,17 @@ int cli_nvhook(int argc, char **argv, const char *root)
                                         return GH_EXIT_FAILURE;
                                 }
                                 *(strcmp(name, "quiet") == 0 ? &quiet : &debug) = b;
-                        } else if (strcmp(name, "driver-root") == 0 || strcmp(name, "config") == 0) {
+                        } else if (strcmp(name, "driver-root") == 0 || strcmp(name, "config") == 0 ||
+                                   strcmp(name, "state-file") == 0) {
                                 if (value == NULL && i + 1 < argc)
                                         value = argv[++i];
                                 if (value == NULL || value[0] != '/') {
                                         fprintf(stderr, "%s: --%s needs an absolute path\n", prog, name);
                                         return GH_EXIT_FAILURE;
                                 }
-                                *(strcmp(name, "config") == 0 ? &o.config : &o.root) = value;
+                                *(strcmp(name, "config") == 0 ? &o.config
+                                  : name[0] == 's'            ? &o.cache_file
+                                                              : &o.root) = value;
                         } else if (strcmp(name, "version") == 0 || strcmp(name, "v") == 0) {
                                 printf("%s version %s (gpu-hook)\n", ctk ? "nvidia-ctk" : "nvidia-cdi-hook",
                                        gpuhook_version());
@@ -454,7 +582,14 @@ int cli_nvhook(int argc, char **argv, const char *root)
                 r = r > 0 ? GH_EXIT_OK : GH_EXIT_FAILURE;
                 goto out;
         }
-        if (gh_cdi_hook_run(&o, &err) < 0)
+        if (o.check_requirements && require_prepare(&o, &state) < 0) {
+                r = GH_EXIT_FAILURE;
+                goto out;
+        }
+        r = gh_cdi_hook_run(&o, &err);
+        if (r > 0)
+                r = require_elsewhere(&o, state, debug, quiet);
+        else if (r < 0)
                 r = fail(v.sub->name, err && err->msg ? err->msg : "failed");
         else
                 r = GH_EXIT_OK;

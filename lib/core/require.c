@@ -339,13 +339,15 @@ static int explain(const struct gh_require *req, const struct cond *c, const str
                 break;
         case KEY_ARCH:
                 gh_err(err, 0,
-                       "%s on GPU %u (%s, compute capability %s); select other GPUs with NVIDIA_VISIBLE_DEVICES", what,
-                       gpu ? gpu->index : 0, gpu ? gpu->model : "?", f->arch && f->arch[0] ? f->arch : "unknown");
+                       "%s on GPU %u (%s, compute capability %s); select other GPUs (NVIDIA_VISIBLE_DEVICES, or the CDI devices asked for)",
+                       what, gpu ? gpu->index : 0, gpu ? gpu->model : "?", f->arch && f->arch[0] ? f->arch : "unknown");
                 break;
         case KEY_BRAND:
         default:
-                gh_err(err, 0, "%s on GPU %u (%s, brand %s); select other GPUs with NVIDIA_VISIBLE_DEVICES", what,
-                       gpu ? gpu->index : 0, gpu ? gpu->model : "?", f->brand && f->brand[0] ? f->brand : "unknown");
+                gh_err(err, 0,
+                       "%s on GPU %u (%s, brand %s); select other GPUs (NVIDIA_VISIBLE_DEVICES, or the CDI devices asked for)",
+                       what, gpu ? gpu->index : 0, gpu ? gpu->model : "?",
+                       f->brand && f->brand[0] ? f->brand : "unknown");
                 break;
         }
         return gh_err_kind(err, GH_ERR_REQUIREMENT);

@@ -412,16 +412,25 @@ static int decide_mps(struct env *e, const struct gh_oci_spec *spec, const struc
         return d->mps_group ? 0 : gh_err(err, ENOMEM, "reading the MPS group");
 }
 
+/* A legacy CUDA image: CUDA_VERSION set and not empty, NVIDIA_REQUIRE_CUDA empty or unset. */
+static int decide_legacy(const struct env *e, struct gh_env_decision *d, gh_error_t *err)
+{
+        const char *cuda, *require_cuda;
+
+        if (env_get(e, "CUDA_VERSION", &cuda, err) < 0 || env_get(e, "NVIDIA_REQUIRE_CUDA", &require_cuda, err) < 0)
+                return -1;
+        d->legacy_image = cuda != NULL && cuda[0] != '\0' && (require_cuda == NULL || require_cuda[0] == '\0');
+        return 0;
+}
+
 static int decide(const struct gh_oci_spec *spec, const struct gh_config *cfg, struct gh_env_decision *d,
                   gh_error_t *err)
 {
         struct env e = { spec->env, spec->n_env };
-        const char *cuda, *require_cuda;
 
         d->privileged = spec->privileged;
-        if (env_get(&e, "CUDA_VERSION", &cuda, err) < 0 || env_get(&e, "NVIDIA_REQUIRE_CUDA", &require_cuda, err) < 0)
+        if (decide_legacy(&e, d, err) < 0)
                 return -1;
-        d->legacy_image = cuda != NULL && cuda[0] != '\0' && (require_cuda == NULL || require_cuda[0] == '\0');
 
         if (decide_devices(&e, spec, cfg, d, err) < 0)
                 return -1;
@@ -441,6 +450,19 @@ int gh_env_decide(const struct gh_oci_spec *spec, const struct gh_config *cfg, s
 {
         memset(d, 0, sizeof(*d));
         if (decide(spec, cfg, d, err) < 0) {
+                gh_env_decision_free(d);
+                return -1;
+        }
+        return 0;
+}
+
+int gh_env_requirements(const struct gh_oci_spec *spec, const struct gh_config *cfg, struct gh_env_decision *d,
+                        gh_error_t *err)
+{
+        struct env e = { spec->env, spec->n_env };
+
+        memset(d, 0, sizeof(*d));
+        if (decide_legacy(&e, d, err) < 0 || decide_requirements(&e, cfg, d, err) < 0) {
                 gh_env_decision_free(d);
                 return -1;
         }

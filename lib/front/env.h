@@ -62,6 +62,12 @@ int gh_env_decide(const struct gh_oci_spec *spec, const struct gh_config *cfg, s
                   gh_error_t *err);
 void gh_env_decision_free(struct gh_env_decision *d);
 
+/* Only the requirements part of the decision (legacy_image, requirements), whatever the device
+ * variables say: what a CDI spec's check-requirements hook checks, where the devices come from
+ * the spec and NVIDIA_VISIBLE_DEVICES is usually "void". */
+int gh_env_requirements(const struct gh_oci_spec *spec, const struct gh_config *cfg, struct gh_env_decision *d,
+                        gh_error_t *err);
+
 /* The request a GPU container's decision makes (what gpu-hook passes to gpu-cli configure, and
  * what gpu-cli doctor compares a running container against), under cfg's cli and mps settings. */
 struct gh_request;

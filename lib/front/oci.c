@@ -134,8 +134,12 @@ static char *join_path(const char *base, const char *rel)
 static const char *const spec_keep[] = {
         "ociVersion", "root", "process.env", "process.capabilities", "mounts", "linux.devices", "annotations", NULL,
 };
-/* cdi-hook's: root.path and linux.devices of a config.json its spec made large. */
+/* cdi-hook's: root.path and linux.devices of a config.json its spec made large; with process.env
+ * for check-requirements. */
 static const char *const spec_keep_brief[] = { "ociVersion", "root", "linux.devices", NULL };
+static const char *const spec_keep_brief_env[] = { "ociVersion", "root", "process.env", "linux.devices", NULL };
+
+enum spec_part { SPEC_FULL, SPEC_BRIEF, SPEC_BRIEF_ENV };
 
 #define WHAT "the bundle's config.json"
 
@@ -303,10 +307,11 @@ static int parse_annotations(const struct gh_json *d, struct gh_oci_spec *spec, 
         return 0;
 }
 
-static int spec_from_doc(const struct gh_json *d, const char *bundle, bool brief, struct gh_oci_spec *spec,
+static int spec_from_doc(const struct gh_json *d, const char *bundle, enum spec_part part, struct gh_oci_spec *spec,
                          gh_error_t *err)
 {
         _cleanup_free_ char *root_path = NULL;
+        bool brief = part != SPEC_FULL;
         int process, root;
 
         if (d->v[0].type != GH_JSON_OBJECT)
@@ -332,10 +337,14 @@ static int spec_from_doc(const struct gh_json *d, const char *bundle, bool brief
         if (!brief && (parse_env(d, process, spec, err) < 0 || parse_privileged(d, process, spec, err) < 0 ||
                        parse_annotations(d, spec, err) < 0 || parse_mounts(d, spec, err) < 0))
                 return -1;
+        /* check-requirements: a spec without a process object has no variables (nothing to check). */
+        if (part == SPEC_BRIEF_ENV && process >= 0 && d->v[process].type == GH_JSON_OBJECT &&
+            parse_env(d, process, spec, err) < 0)
+                return -1;
         return parse_devices(d, spec, err);
 }
 
-static int spec_parse(const char *buf, size_t len, const char *bundle, bool brief, struct gh_oci_spec *spec,
+static int spec_parse(const char *buf, size_t len, const char *bundle, enum spec_part part, struct gh_oci_spec *spec,
                       gh_error_t *err)
 {
         struct gh_json d = { 0 };
@@ -349,9 +358,13 @@ static int spec_parse(const char *buf, size_t len, const char *bundle, bool brie
                 return gh_err(err, 0, "%s is empty; expected a JSON object", WHAT);
         if (gh_json_precheck(buf, len, WHAT, err) < 0)
                 return -1;
-        if (gh_jsonread_parse_only(buf, len, brief ? spec_keep_brief : spec_keep, &d, err) < 0)
+        if (gh_jsonread_parse_only(buf, len,
+                                   part == SPEC_FULL    ? spec_keep
+                                   : part == SPEC_BRIEF ? spec_keep_brief
+                                                        : spec_keep_brief_env,
+                                   &d, err) < 0)
                 return gh_err_wrap(err, "%s", WHAT);
-        r = spec_from_doc(&d, bundle, brief, spec, err);
+        r = spec_from_doc(&d, bundle, part, spec, err);
         gh_json_free(&d);
         if (r < 0)
                 gh_oci_spec_free(spec);
@@ -360,12 +373,18 @@ static int spec_parse(const char *buf, size_t len, const char *bundle, bool brie
 
 int gh_oci_spec_parse(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
 {
-        return spec_parse(buf, len, bundle, false, spec, err);
+        return spec_parse(buf, len, bundle, SPEC_FULL, spec, err);
 }
 
 int gh_oci_spec_parse_brief(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
 {
-        return spec_parse(buf, len, bundle, true, spec, err);
+        return spec_parse(buf, len, bundle, SPEC_BRIEF, spec, err);
+}
+
+int gh_oci_spec_parse_brief_env(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec,
+                                gh_error_t *err)
+{
+        return spec_parse(buf, len, bundle, SPEC_BRIEF_ENV, spec, err);
 }
 
 #undef WHAT
@@ -401,7 +420,7 @@ static int read_config(const char *bundle, char **buf, size_t *len, gh_error_t *
         return gh_read_bounded(fd, GH_OCI_CONFIG_MAX, buf, len, "the bundle's config.json", err);
 }
 
-int gh_oci_spec_load_brief(const char *bundle, struct gh_oci_spec *spec, gh_error_t *err)
+int gh_oci_spec_load_brief(const char *bundle, bool env, struct gh_oci_spec *spec, gh_error_t *err)
 {
         _cleanup_free_ char *buf = NULL;
         size_t len;
@@ -409,7 +428,7 @@ int gh_oci_spec_load_brief(const char *bundle, struct gh_oci_spec *spec, gh_erro
         memset(spec, 0, sizeof(*spec));
         if (read_config(bundle, &buf, &len, err) < 0)
                 return -1;
-        return gh_oci_spec_parse_brief(buf, len, bundle, spec, err);
+        return spec_parse(buf, len, bundle, env ? SPEC_BRIEF_ENV : SPEC_BRIEF, spec, err);
 }
 
 void gh_oci_spec_free(struct gh_oci_spec *spec)

@@ -74,9 +74,13 @@ int gh_oci_spec_load(const char *bundle, struct gh_oci_spec *spec, gh_error_t *e
 
 /* The same, filling only oci_version, rootfs and devices, with the same checks on them; the rest of
  * the document is only checked to be JSON (lib/core/jsonread.h, gh_jsonread_parse_only).  For
- * cdi-hook, which needs nothing else of a config.json its spec made large. */
+ * cdi-hook, which needs nothing else of a config.json its spec made large.  The _env form (and
+ * load_brief with env) also fills env, from process.env when there is a process object: what
+ * check-requirements reads. */
 int gh_oci_spec_parse_brief(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec, gh_error_t *err);
-int gh_oci_spec_load_brief(const char *bundle, struct gh_oci_spec *spec, gh_error_t *err);
+int gh_oci_spec_parse_brief_env(const char *buf, size_t len, const char *bundle, struct gh_oci_spec *spec,
+                                gh_error_t *err);
+int gh_oci_spec_load_brief(const char *bundle, bool env, struct gh_oci_spec *spec, gh_error_t *err);
 void gh_oci_spec_free(struct gh_oci_spec *spec);
 
 /* The value of NAME in a "K=V" list, the last duplicate winning; NULL when unset. */

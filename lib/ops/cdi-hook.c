@@ -82,9 +82,7 @@ static int check_container_namespace(pid_t pid, int rootfd, const char *rootfs, 
         return gh_err(err, EPERM, "not in the container's mount namespace: %s", where);
 }
 
-/* The GPUs whose /dev/nvidiaN the runtime was told to create (config.json linux.devices): the
- * container's GPUs, whoever wrote the spec.  Bit N of *mask: minor N (below 64). */
-static bool is_gpu_node(const struct gh_oci_device *d)
+bool gh_cdi_gpu_node(const struct gh_oci_device *d)
 {
         const char *n = d->path;
         return d->type == 'c' && d->major == GH_NVIDIA_MAJOR && d->minor >= 0 && d->minor < GH_NVIDIA_MODESET_MINOR &&
@@ -315,7 +313,7 @@ static int write_app_profile(int rootfd, const struct gh_oci_spec *spec, gh_erro
         char text[256];
 
         for (size_t i = 0; i < spec->n_devices; i++)
-                if (is_gpu_node(&spec->devices[i]) && spec->devices[i].minor < 64)
+                if (gh_cdi_gpu_node(&spec->devices[i]) && spec->devices[i].minor < 64)
                         mask |= 1ULL << spec->devices[i].minor;
         if (mask == 0)
                 return 0; /* no GPU node: nothing to restrict */
@@ -387,6 +385,13 @@ static void phase(const struct gh_cdi_hook_opts *o, const char *name)
                 gh_hooklog_phase(o->log, name);
 }
 
+/* Whether the hook has anything to do in the container besides checking requirements. */
+static bool touches_container(const struct gh_cdi_hook_opts *o)
+{
+        return o->nmounts || o->nlinks || o->nlibs || o->nlibs32 || o->nfolders || o->ldcache || o->compat_driver ||
+               o->compat_cuda || o->mask_proc || o->app_profile || o->nchmod;
+}
+
 int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
 {
         struct gh_oci_state state = { 0 };
@@ -410,10 +415,30 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
                 o->log->container_pid = state.pid;
         }
         phase(o, "state");
-        /* Only root.path and linux.devices: a spec's edits make config.json large. */
-        if (gh_oci_spec_load_brief(state.bundle, &spec, err) < 0)
+        /* Only root.path and linux.devices (and process.env for the requirements): a spec's edits make
+         * config.json large. */
+        if (gh_oci_spec_load_brief(state.bundle, o->check_requirements, &spec, err) < 0)
                 goto out;
         phase(o, "spec");
+        /* The requirements first, and nothing more when that is all: a check writes nothing, so it
+         * needs neither the container's root nor its mount namespace. */
+        if (o->check_requirements) {
+                int r;
+                droot = gh_driver_root_open(o->root, err);
+                if (droot < 0 || (r = gh_cdi_check_requirements(o, droot, &spec, err)) < 0)
+                        goto out;
+                phase(o, "require");
+                if (r > 0 && touches_container(o)) {
+                        gh_err(err, 0,
+                               "check-requirements: the driver-state cache cannot answer and this program cannot "
+                               "load the driver's libraries; run the check as a hook of its own");
+                        goto out;
+                }
+                if (r > 0 || !touches_container(o)) {
+                        ret = r;
+                        goto out;
+                }
+        }
         rootfd = gh_rootfs_open(spec.rootfs, err);
         if (rootfd < 0) {
                 gh_err_wrap(err, "container root");
@@ -424,8 +449,7 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
             gh_caps_enter(GH_PHASE_DISCOVER, err) < 0)
                 goto out;
         phase(o, "check");
-        droot = gh_driver_root_open(o->root, err);
-        if (droot < 0)
+        if (droot < 0 && (droot = gh_driver_root_open(o->root, err)) < 0)
                 goto out;
         if (build_plan(&plan, o, rootfd, droot, &spec, &record, err) < 0)
                 goto out;

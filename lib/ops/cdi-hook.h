@@ -39,6 +39,7 @@ struct gh_cdi_pair {
 #define GH_CDI_APP_PROFILE_DIR "/etc/nvidia/nvidia-application-profiles-rc.d"
 #define GH_CDI_APP_PROFILE "10-container.conf"
 
+struct gh_gpu_cache;
 struct gh_cdi_hook_opts {
         const char *root;           /* driver root, "/" by default: where /proc/driver/nvidia is read */
         int state_fd;               /* the OCI state (stdin) */
@@ -66,13 +67,36 @@ struct gh_cdi_hook_opts {
         size_t nchmod;
         mode_t chmod_mode;
         struct gh_hooklog *log; /* when not NULL: each phase's time, the container's id and pid go here */
+        /* check-requirements: the image's NVIDIA_REQUIRE_* (config.json's process.env) against the
+         * driver, before anything else; with nothing else asked, the container is not touched. */
+        bool check_requirements;
+        const char *cache_file;           /* the driver-state cache the facts may come from; NULL: none */
+        const struct gh_gpu_cache *cache; /* its code (front/statecache.h) */
+        /* This process cannot load the driver's libraries (a static program: its dlopen would need
+         * the very glibc it was linked with): the facts come from the cache alone, and a miss makes
+         * gh_cdi_hook_run return 1, having done nothing, so that the caller asks a program that can. */
+        bool no_driver_libs;
 };
 
 /* Splits "A::B" (both parts non-empty, B an absolute path when b_abs).  Returns -1 with a message
  * naming the option otherwise. */
 int gh_cdi_pair_parse(const char *opt, char *arg, bool b_abs, struct gh_cdi_pair *out, gh_error_t *err);
 
+/* 0 done, -1 failed (err says why), 1 only with check_requirements and no_driver_libs (above). */
 int gh_cdi_hook_run(const struct gh_cdi_hook_opts *opts, gh_error_t *err);
+
+/* A GPU's own node in config.json's linux.devices: /dev/nvidiaN, character, major 195, N below the
+ * modeset minor (the container's GPUs, whoever wrote the spec). */
+struct gh_oci_device;
+bool gh_cdi_gpu_node(const struct gh_oci_device *d);
+
+/* The check of check_requirements (lib/ops/cdi-require.c): 0 when the image states no requirement,
+ * NVIDIA_DISABLE_REQUIRE is set, or every requirement holds; 1 when no_driver_libs and the cache
+ * cannot answer; else -1, the error naming the requirement (kind GH_ERR_REQUIREMENT when one is
+ * not met). */
+struct gh_oci_spec;
+int gh_cdi_check_requirements(const struct gh_cdi_hook_opts *o, int driver_rootfd, const struct gh_oci_spec *spec,
+                              gh_error_t *err);
 
 /* The application profile's text for the GPU minors set in mask (bit N: /dev/nvidiaN). */
 int gh_cdi_app_profile_text(unsigned long long mask, char *buf, size_t size);

@@ -77,6 +77,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     brief.devices[i].minor != spec.devices[i].minor)
                         abort();
         gh_oci_spec_free(&brief);
+        /* check-requirements' reading (brief + process.env): the full reading's variables, in order. */
+        gh_error_free(&berr);
+        if (gh_oci_spec_parse_brief_env((const char *) data, size, "/bundle", &brief, &berr) < 0 ||
+            brief.n_env != spec.n_env)
+                abort();
+        for (size_t i = 0; i < spec.n_env; i++)
+                if (strcmp(brief.env[i], spec.env[i]) != 0)
+                        abort();
+        gh_oci_spec_free(&brief);
         if (gh_config_init(&cfg, NULL) == 0) {
                 char **saved = cfg.swarm_resource;
                 decide(&spec, &cfg);

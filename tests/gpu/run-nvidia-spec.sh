@@ -157,6 +157,59 @@ else
         t_match "$RUN_STDOUT" '^matmul True$' "PyTorch: a bf16 matmul on the GPU"
         umount "$T/torch/merged"
 fi
+# ---------------------------------------------------------------------------------------------
+# check-requirements (NVIDIA's 2026 specs carry it): NVIDIA's spec plus that hook, images with the
+# requirement a CUDA 12 image states, a CUDA too new for this driver (13.0 here and in the fake),
+# the GPU's own compute capability (9.0: H200, and the fake's H100) and a newer one.  With the
+# driver-state cache cold (the static hook hands the check to gpu-cli, which asks NVML or libcuda
+# from inside the container's device rules) and warm (answered in the static hook).
+
+RQCACHE=$T/rq-cache.json
+RQ=$T/nvidia-req.json
+"$GH_PYTHON" - "$NV" "$NVHOOK" "$ROOT" "$RQCACHE" >"$RQ" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+args = ["nvidia-cdi-hook", "--state-file=" + sys.argv[4], "check-requirements"]
+if sys.argv[3] != "/":
+    args.append("--driver-root=" + sys.argv[3])
+s["containerEdits"]["hooks"].insert(0, {"hookName": "createContainer", "path": sys.argv[2], "args": args})
+print(json.dumps(s))
+EOF
+CUDA12='cuda>=12.0 brand=tesla,driver>=470,driver<471 brand=unknown,driver>=470,driver<471'
+# rq_case NAME VAR=VALUE...: a container of NVIDIA's spec + check-requirements running the probe
+rq_case() {
+        local name=$1
+        shift
+        bundle "rq-$name" - /probe.sh
+        bundle_set_env "$T/b-rq-$name" "$@"
+        "$GH_PYTHON" "$APPLY" --spec "$RQ" "$T/b-rq-$name" nvidia.com/gpu=0
+        run_runc "$T/b-rq-$name" "rq-$name"
+}
+for cache in cold warm; do
+        rm -f "$RQCACHE"
+        [ $cache = warm ] && { "${CLI[@]}" --state-file="$RQCACHE" cache refresh >/dev/null 2>&1 || t_diag "cache refresh failed"; }
+        rq_case cuda12 "NVIDIA_REQUIRE_CUDA=$CUDA12"
+        t_is "$RUN_RC" 0 "check-requirements ($cache cache): a CUDA 12 image's requirement is met, the container runs" ||
+                t_diag "$RUN_STDERR"
+        if [ -n "$VA" ]; then
+                t_match "$RUN_STDOUT" '^va: vector_add: PASS' "... and its CUDA vector add passes"
+        elif [ $FAKE = 1 ]; then
+                t_match "$RUN_STDOUT" '^va: CUDA OK' "... and the fake CUDA probe works"
+        fi
+        rq_case new "NVIDIA_REQUIRE_CUDA=cuda>=13.1"
+        t_not "check-requirements ($cache cache): cuda>=13.1 on this CUDA 13.0 driver is refused" test "$RUN_RC" -eq 0
+        t_match "$RUN_STDERR" "requirement 'cuda>=13\\.1' not met: the driver supports CUDA 13\\.0" "... naming it and the driver's CUDA"
+        rq_case arch "NVIDIA_REQUIRE_ARCH=arch>=9.0,driver>=580"
+        t_is "$RUN_RC" 0 "check-requirements ($cache cache): arch>=9.0,driver>=580 is met (NVML's facts for GPU 0)" ||
+                t_diag "$RUN_STDERR"
+        rq_case arch10 "NVIDIA_REQUIRE_ARCH=arch>=10.0"
+        t_match "$RUN_RC:$RUN_STDERR" "^[1-9][0-9]*:.*requirement 'arch>=10\\.0' not met on GPU 0 " \
+                "check-requirements ($cache cache): arch>=10.0 refused, naming GPU 0"
+        rq_case off "NVIDIA_REQUIRE_CUDA=cuda>=13.1" NVIDIA_DISABLE_REQUIRE=true
+        t_is "$RUN_RC" 0 "check-requirements ($cache cache): NVIDIA_DISABLE_REQUIRE=true starts it unchecked" ||
+                t_diag "$RUN_STDERR"
+done
+
 mountinfo_unchanged "the host mount table is unchanged" "$T/mounts.before"
 
 # ---------------------------------------------------------------------------------------------
@@ -174,11 +227,16 @@ prepare() {
                 bundle_set_env "$T/b-hook" NVIDIA_VISIBLE_DEVICES=0 NVIDIA_DRIVER_CAPABILITIES=all ;;
         ours) bundle ours "$OURS" /bin/true ;;
         nvidia) bundle nvidia "$NV" /bin/true ;;
+        nvreq)
+                bundle nvreq - /bin/true
+                bundle_set_env "$T/b-nvreq" "NVIDIA_REQUIRE_CUDA=$CUDA12"
+                "$GH_PYTHON" "$APPLY" --spec "$RQ" "$T/b-nvreq" nvidia.com/gpu=0 ;;
         esac
 }
 declare -A S
 ok=1
-KINDS=(none hook ours nvidia)
+KINDS=(none hook ours nvidia nvreq)
+"${CLI[@]}" --state-file="$RQCACHE" cache refresh >/dev/null 2>&1 # nvreq: with the cache warm
 for ((i = 0; i < RUNS + 2 && ok; i++)); do
         # a new order every round, the starts spaced the same
         for k in $(printf '%s\n' "${KINDS[@]}" | shuf); do
@@ -201,13 +259,14 @@ for ((i = 0; i < RUNS + 2 && ok; i++)); do
 done
 if [ $ok = 1 ]; then
         med() { BENCH_SAMPLES=(${S[$1]}); bench_stats | cut -d' ' -f1; }
-        m0=$(med none) mh=$(med hook) mo=$(med ours) mn=$(med nvidia)
+        m0=$(med none) mh=$(med hook) mo=$(med ours) mn=$(med nvidia) mr=$(med nvreq)
         t_pass "start time measured ($RUNS shuffled rounds)"
         t_diag "start time, runc run /bin/true, GPU 0, median of $RUNS shuffled rounds:"
         t_diag "  no GPU:                                  $(_ms "$m0") ms"
         t_diag "  hook path (gpu-hook createRuntime):      $(_ms "$mh") ms (+$(_ms $((mh - m0))) ms)"
         t_diag "  our spec (gpu-cli cdi-hook, one hook):   $(_ms "$mo") ms (+$(_ms $((mo - m0))) ms)"
         t_diag "  NVIDIA's spec, our nvidia-cdi-hook (x$(json_get "$NV" 'len(s["containerEdits"]["hooks"])')): $(_ms "$mn") ms (+$(_ms $((mn - m0))) ms)"
+        t_diag "  the same + check-requirements (a CUDA 12 image, warm cache): $(_ms "$mr") ms (+$(_ms $((mr - m0))) ms; the check $(_ms $((mr - mn))) ms)"
         t_diag "  added time NVIDIA's spec / our spec: $(awk -v a=$((mn - m0)) -v b=$((mo - m0)) 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }')"
 fi
 echo "# gpu nvidia-spec: $((T_COUNT - T_FAILED - T_SKIPPED)) passed, $T_FAILED failed, $T_SKIPPED skipped"

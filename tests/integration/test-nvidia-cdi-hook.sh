@@ -192,6 +192,109 @@ t_is "$(field params)" "ModifyDeviceFiles: 0" "--container-spec FILE: the state 
 t_match "$(cat "$T/hook.stderr" 2>&1)" 'nvidia-cdi-hook: cdi-hook: .*/proc/driver/nvidia masked' "--debug: debug lines on stderr"
 
 # ---------------------------------------------------------------------------------------------
+# check-requirements: the image's NVIDIA_REQUIRE_* against the (fake) driver: CUDA 13.0, driver
+# $VER, two H100s (compute capability 9.0)
+
+# req_container NAME DEVICE VAR=VALUE...: a container of spec-req.json whose image has those variables
+req_container() {
+        local name=$1 dev=$2
+        shift 2
+        new_rootfs "$name"
+        BUNDLE=$T/$name/bundle
+        make_bundle "$BUNDLE" "$ROOTFS" /bin/sh -c "$PROBE"
+        bundle_set_env "$BUNDLE" "$@"
+        "$GH_PYTHON" "$APPLY" --spec "$T/spec-req.json" "$BUNDLE" "$dev" || { echo "Bail out! cdi-apply"; exit 1; }
+        run_runc "$BUNDLE" "$name"
+}
+add_hooks "$T/spec.json" "$T/spec-req.json" '["check-requirements"]'
+req_container req-ok nvidia.com/gpu=0 "NVIDIA_REQUIRE_CUDA=cuda>=12.0 brand=tesla,driver>=999"
+expect_gpu0 "check-requirements, cuda>=12.0 met"
+req_container req-unmet nvidia.com/gpu=0 "NVIDIA_REQUIRE_CUDA=cuda>=13.1"
+t_not "check-requirements, cuda>=13.1 on a CUDA 13.0 driver: the container is refused" test "$RUN_RC" -eq 0
+t_match "$RUN_STDERR" "requirement 'cuda>=13\\.1' not met: the driver supports CUDA 13\\.0; update the NVIDIA driver" \
+        "... with the requirement and the fix in the runtime's error"
+t_is "$(field smi)" "" "... and nothing of it ran"
+req_container req-disabled nvidia.com/gpu=0 "NVIDIA_REQUIRE_CUDA=cuda>=13.1" "NVIDIA_DISABLE_REQUIRE=true"
+t_is "$RUN_RC" 0 "NVIDIA_DISABLE_REQUIRE=true: the unmet requirement is not checked" || t_diag "$RUN_STDERR"
+req_container req-legacy nvidia.com/gpu=0 "CUDA_VERSION=13.2.0"
+t_not "a legacy image (CUDA_VERSION=13.2.0, no NVIDIA_REQUIRE_CUDA) requires cuda>=13.2: refused" test "$RUN_RC" -eq 0
+t_match "$RUN_STDERR" "requirement 'cuda>=13\\.2' not met" "... naming cuda>=13.2"
+req_container req-arch nvidia.com/gpu=1 "NVIDIA_REQUIRE_ARCH=arch>=10.0"
+t_match "$RUN_STDERR" "requirement 'arch>=10\\.0' not met on GPU 1 \\(NVIDIA H100" \
+        "arch>=10.0 with nvidia.com/gpu=1: refused on the container's GPU, GPU 1, named"
+
+# By hand: the check reads config.json and writes nothing, so a state file is enough.
+mkdir -p "$T/rq/rootfs"
+rq_state() {
+        "$GH_PYTHON" - "$T/rq" "$@" <<'EOF'
+import json, sys
+b, env = sys.argv[1], sys.argv[2:]
+json.dump({"ociVersion": "1.0.2", "process": {"args": ["/bin/true"], "env": env}, "root": {"path": "rootfs"},
+           "linux": {"devices": [{"path": "/dev/nvidia1", "type": "c", "major": 195, "minor": 1}]}},
+          open(b + "/config.json", "w"))
+json.dump({"ociVersion": "1.0.2", "id": "rq", "status": "creating", "pid": 1, "bundle": b}, open(b + "/state.json", "w"))
+EOF
+}
+# rq PROGRAM [ARGS...]: check-requirements of $T/rq, stderr in $T/rq.err
+rq() {
+        "$@" check-requirements --driver-root="$T/drv" --container-spec="$T/rq/state.json" </dev/null >/dev/null 2>"$T/rq.err"
+}
+rq_state "NVIDIA_REQUIRE_CUDA=cuda>=12.0"
+t_ok "check-requirements by hand, cuda>=12.0: exit 0" rq "$NVHOOK"
+rq_state "NVIDIA_REQUIRE_DRIVER=driver>=600"
+rq "$NVHOOK"
+t_is "$?" 1 "driver>=600 on a $VER driver: exit 1"
+t_match "$(cat "$T/rq.err")" "^nvidia-cdi-hook: check-requirements: requirement 'driver>=600' not met: the host's NVIDIA driver is $VER" \
+        "... one line naming the requirement and the driver"
+rq_state "NVIDIA_REQUIRE_BRAND=brand=geforce"
+rq "$NVHOOK"
+t_match "$?:$(cat "$T/rq.err")" "^1:.*'brand=geforce' not met on GPU 1 " "brand=geforce: refused for the container's GPU (1)"
+rq_state "NVIDIA_REQUIRE_X=cuda>>12"
+rq "$NVHOOK"
+t_match "$?:$(cat "$T/rq.err")" "^1:.*NVIDIA_REQUIRE_X: invalid expression 'cuda>>12'" \
+        "a malformed requirement: exit 1 naming the variable"
+rq_state "CUDA_VERSION=eleven"
+rq "$NVHOOK"
+t_match "$?:$(cat "$T/rq.err")" "^1:.*CUDA_VERSION" "a malformed legacy CUDA_VERSION: exit 1 naming it"
+rq_state "PATH=/bin"
+t_ok "no requirement: exit 0" rq "$NVHOOK"
+rq_state "NVIDIA_REQUIRE_CUDA=cuda>=99" "NVIDIA_DISABLE_REQUIRE=1"
+t_ok "NVIDIA_DISABLE_REQUIRE=1: exit 0" rq "$NVHOOK"
+rq_state "NVIDIA_REQUIRE_CUDA=cuda>=99"
+echo '{"disable-require": true}' >"$T/rq-config.json"
+t_ok "disable-require in gpu-hook's configuration (--config): exit 0" rq "$NVHOOK" --config="$T/rq-config.json"
+t_ok "gpu-cli under the name nvidia-cdi-hook: the same (disable-require: passes)" \
+        rq "$GPU_CLI" nvidia-cdi-hook --config="$T/rq-config.json"
+rq "$GPU_CLI" nvidia-cdi-hook
+t_match "$?:$(cat "$T/rq.err")" "^1:.*'cuda>=99' not met" "gpu-cli nvidia-cdi-hook check-requirements: refused the same way"
+
+# The static program loads no driver library: a cache miss goes to gpu-cli, a hit answers here.
+rq_state "NVIDIA_REQUIRE_ARCH=arch>=9.0"
+rq "$NVHOOK" --debug
+t_match "$?:$(grep -c 'asking the driver through .*/gpu-cli' "$T/rq.err")" "^0:1$" \
+        "static nvidia-cdi-hook, no driver-state cache: the check is handed to gpu-cli, and passes"
+"$GPU_CLI" --root="$T/drv" --state-file="$T/rq-cache.json" cache refresh >/dev/null 2>&1 || t_diag "cache refresh failed"
+rq "$NVHOOK" --debug --state-file="$T/rq-cache.json"
+t_match "$?:$(grep -c 'asking the driver through' "$T/rq.err"):$(grep -c '1 met' "$T/rq.err")" "^0:0:1$" \
+        "with a warm driver-state cache (--state-file): answered in the static program, no gpu-cli"
+rq_state "NVIDIA_REQUIRE_ARCH=arch>=9.1"
+rq "$NVHOOK" --state-file="$T/rq-cache.json"
+t_match "$?:$(cat "$T/rq.err")" "^1:.*'arch>=9\\.1' not met on GPU 1" "... and refuses from the cache as well"
+rm -f "$T/rq-cache.json"
+
+# NVML failing (a hook under the container's device rules can meet that): cuda and driver are still
+# checked, from libcuda and /proc; arch and brand pass with a warning.
+echo error >"$T/drv/etc/fake-nvml-mode"
+rq_state "NVIDIA_REQUIRE_CUDA=cuda>=12.0,brand=nvidia"
+rq "$NVHOOK"
+t_match "$?:$(cat "$T/rq.err")" "^0:.*warning: check-requirements: .*; arch and brand conditions are not checked" \
+        "NVML failing: cuda>=12.0,brand=nvidia passes on the CUDA version, with a warning"
+rq_state "NVIDIA_REQUIRE_CUDA=cuda>=13.1,brand=nvidia"
+rq "$NVHOOK"
+t_match "$?:$(cat "$T/rq.err")" "^1:.*'cuda>=13\\.1' not met" "NVML failing: cuda>=13.1 is still refused"
+rm -f "$T/drv/etc/fake-nvml-mode"
+
+# ---------------------------------------------------------------------------------------------
 # The command line alone (nothing here reads a state)
 
 out=$("$NVHOOK" a-hook-from-the-future --x 1 </dev/null 2>&1)

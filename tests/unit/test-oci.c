@@ -223,6 +223,23 @@ static void test_spec_brief(void)
         ok(gh_oci_spec_parse_brief(s, strlen(s), "/bundle", &brief, &err) == 0 && strcmp(brief.rootfs, "/a") == 0,
            "brief: the brief one does not look at env");
         gh_oci_spec_free(&brief);
+
+        /* check-requirements' reading: the same, with process.env. */
+        s = "{\"ociVersion\":\"1\",\"root\":{\"path\":\"/a\"},\"process\":{\"env\":[\"A=1\",\"NVIDIA_REQUIRE_CUDA=cuda>=12\"],"
+            "\"args\":[\"x\"]},\"linux\":{\"devices\":[{\"path\":\"/dev/nvidia1\",\"type\":\"c\",\"major\":195,\"minor\":1}]}}";
+        gh_error_free(&err);
+        ok(gh_oci_spec_parse_brief_env(s, strlen(s), "/bundle", &brief, &err) == 0 && brief.n_env == 2 &&
+                   strcmp(brief.env[1], "NVIDIA_REQUIRE_CUDA=cuda>=12") == 0 && brief.n_devices == 1 &&
+                   brief.devices[0].minor == 1,
+           "brief with env: process.env and linux.devices read");
+        gh_oci_spec_free(&brief);
+        s = "{\"ociVersion\":\"1\",\"root\":{\"path\":\"/a\"}}";
+        ok(gh_oci_spec_parse_brief_env(s, strlen(s), "/bundle", &brief, &err) == 0 && brief.n_env == 0,
+           "brief with env: no process object, no variables (not an error)");
+        gh_oci_spec_free(&brief);
+        s = "{\"ociVersion\":\"1\",\"root\":{\"path\":\"/a\"},\"process\":{\"env\":[\"NO-EQUALS\"]}}";
+        ok(gh_oci_spec_parse_brief_env(s, strlen(s), "/bundle", &brief, &err) < 0 && err && strstr(err->msg, "no '='"),
+           "brief with env: an entry without = is refused as the full reading refuses it");
 }
 
 int main(void)
