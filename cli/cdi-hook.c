@@ -12,6 +12,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "log.h"
+#include "statecache.h"
 
 static void cdi_hook_usage(FILE *out)
 {
@@ -32,7 +33,11 @@ static void cdi_hook_usage(FILE *out)
                      "                                 the container was given (config.json linux.devices)\n"
                      "      --cuda-compat=VERSION      prefer the image's CUDA compat libraries when the rule says so\n"
                      "                                 for a host driver VERSION (docs/cuda-compat.md)\n"
-                     "      --config=FILE              gpu-hook's configuration, for its cuda-compat key\n"
+                     "      --check-requirements       first refuse the container when its image's NVIDIA_REQUIRE_*\n"
+                     "                                 (or legacy CUDA_VERSION) are not met, as gpu-hook does\n"
+                     "                                 (facts from the driver-state cache, else the driver)\n"
+                     "      --config=FILE              gpu-hook's configuration, for its cuda-compat,\n"
+                     "                                 disable-require and cli.user keys\n"
                      "                                 (default " GPUHOOK_DEFAULT_CONFIG ")\n"
                      "      --log=FILE                 append one JSON line per run to FILE: the container, the\n"
                      "                                 result and each phase's time (gpu-hook's log format)\n"
@@ -40,7 +45,7 @@ static void cdi_hook_usage(FILE *out)
                      "The image's /etc/ld.so.cache entries are kept; the image's ldconfig is never run.  Its own\n"
                      "environment is ignored.  It refuses to run outside the container's mount namespace.\n"
                      "\n"
-                     "Exit status: 0 success, 1 failure, 2 usage error.\n");
+                     "Exit status: 0 success, 1 failure, 2 usage error, 4 requirement not met.\n");
 }
 
 enum {
@@ -54,7 +59,8 @@ enum {
         OPT_MASK_PROC,
         OPT_CUDA_COMPAT,
         OPT_CONFIG,
-        OPT_LOG
+        OPT_LOG,
+        OPT_CHECK_REQUIREMENTS,
 };
 
 static int add_pair(const char *opt, char *arg, bool b_abs, struct gh_cdi_pair **v, size_t *n)
@@ -97,6 +103,7 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                 { "cuda-compat", required_argument, NULL, OPT_CUDA_COMPAT },
                 { "config", required_argument, NULL, OPT_CONFIG },
                 { "log", required_argument, NULL, OPT_LOG },
+                { "check-requirements", no_argument, NULL, OPT_CHECK_REQUIREMENTS },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -139,6 +146,11 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                                 goto out;
                         break;
                 case OPT_MASK_PROC: o.mask_proc = true; break;
+                case OPT_CHECK_REQUIREMENTS:
+                        o.check_requirements = true;
+                        o.cache_file = g->state_file; /* gpu-cli's: the host driver's cache, or --state-file */
+                        o.cache = g->state_file ? &gh_statecache : NULL;
+                        break;
                 case OPT_CUDA_COMPAT: o.compat_driver = optarg; break;
                 case OPT_CONFIG: o.config = optarg; break;
                 case OPT_LOG:
@@ -171,7 +183,7 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
         }
         if (gh_cdi_hook_run(&o, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi-hook: %s\n", err && err->msg ? err->msg : "failed");
-                r = GH_EXIT_FAILURE;
+                r = gh_error_kind(err) == GH_ERR_REQUIREMENT ? GH_EXIT_REQUIREMENT : GH_EXIT_FAILURE;
                 if (o.log != NULL) {
                         gh_hooklog_set_error(&log, err && err->msg ? err->msg : "failed");
                         log.exit_code = r;

@@ -57,6 +57,9 @@ static void generate_usage(FILE *out)
                 "                             \"mounts\" (default; the runtime mounts them) or the\n"
                 "                             createContainer hook's --mount arguments (faster starts;\n"
                 "                             docs/cdi.md); cdi refresh keeps the replaced spec's choice\n"
+                "      --check-requirements[=yes|no]  the hook refuses a container whose image's\n"
+                "                             NVIDIA_REQUIRE_* the driver does not meet, as gpu-hook does\n"
+                "                             (default no; cdi refresh keeps the replaced spec's choice)\n"
                 "\n"
                 "The spec is JSON, which every CDI reader accepts as YAML.  cdiVersion is the lowest that\n"
                 "has what it uses (0.5.0 with index names), so podman 4.3 and later load it.\n"
@@ -134,8 +137,9 @@ static void refresh_usage(FILE *out)
                      "      --wait=SECONDS         how long to wait for the driver (default 60, at most 3600)\n"
                      "  -o, --output=FILE          default /etc/cdi/VENDOR-CLASS.json\n"
                      "      --vendor=NAME, --class=NAME, --device-name-strategy=NAMES, --capabilities=LIST,\n"
-                     "      --layout=LAYOUT, --hook-path=PATH, --mounts=spec|hook (default: as the spec it replaces)\n"
-                     "                             as for 'gpu-cli cdi generate'\n"
+                     "      --layout=LAYOUT, --hook-path=PATH, --mounts=spec|hook, --check-requirements[=yes|no]\n"
+                     "                             as for 'gpu-cli cdi generate'; the last two default to\n"
+                     "                             the choice of the spec it replaces\n"
                      "\n"
                      "Exit status: 0 written or already current, 1 the driver did not become ready or writing\n"
                      "failed, 2 usage error.\n");
@@ -189,7 +193,8 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
                 OPT_MPS_GROUP,
                 OPT_MPS_DIR,
                 OPT_WAIT,
-                OPT_MOUNTS
+                OPT_MOUNTS,
+                OPT_CHECK_REQUIREMENTS
         };
         static const struct option opts[] = {
                 { "output", required_argument, NULL, 'o' },
@@ -204,6 +209,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
                 { "mps-dir", required_argument, NULL, OPT_MPS_DIR },
                 { "wait", required_argument, NULL, OPT_WAIT },
                 { "mounts", required_argument, NULL, OPT_MOUNTS },
+                { "check-requirements", optional_argument, NULL, OPT_CHECK_REQUIREMENTS },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -223,7 +229,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
         const char *layout = "debian", *check = NULL;
         char self[PATH_MAX];
         long wait_s = 60;
-        bool mounts_given = false;
+        bool mounts_given = false, require_given = false;
         int c;
 
         while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -275,6 +281,14 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
                         o.hook_mounts = strcmp(optarg, "hook") == 0;
                         mounts_given = true;
                         break;
+                case OPT_CHECK_REQUIREMENTS:
+                        if (optarg != NULL && strcmp(optarg, "yes") != 0 && strcmp(optarg, "no") != 0) {
+                                fprintf(stderr, "gpu-cli: cdi: --check-requirements='%s': use yes or no\n", optarg);
+                                return GH_EXIT_USAGE;
+                        }
+                        o.check_requirements = optarg == NULL || strcmp(optarg, "yes") == 0;
+                        require_given = true;
+                        break;
                 case OPT_WAIT: {
                         char *end;
                         wait_s = strtol(optarg, &end, 10);
@@ -321,11 +335,15 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
         if (refresh && strcmp(output, "-") != 0 && wait_ready(g, wait_s, output) < 0)
                 return GH_EXIT_FAILURE;
         /* refresh writes the spec it replaces again: where its mounts were, unless told otherwise. */
-        if (refresh && !mounts_given && strcmp(output, "-") != 0 && access(output, F_OK) == 0) {
+        if (refresh && !(mounts_given && require_given) && strcmp(output, "-") != 0 && access(output, F_OK) == 0) {
                 _cleanup_error_ gh_error_t rerr = NULL;
                 _cleanup_json_ json_t *prev = NULL;
-                if (gh_cdi_spec_read(output, &prev, &rerr) == 0)
-                        o.hook_mounts = gh_cdi_spec_hook_mounts(prev);
+                if (gh_cdi_spec_read(output, &prev, &rerr) == 0) {
+                        if (!mounts_given)
+                                o.hook_mounts = gh_cdi_spec_hook_mounts(prev);
+                        if (!require_given)
+                                o.check_requirements = gh_cdi_spec_checks_requirements(prev);
+                }
         }
         if (gh_cdi_generate(&o, &spec, &err) < 0) {
                 fprintf(stderr, "gpu-cli: cdi generate: %s\n", err && err->msg ? err->msg : "failed");

@@ -254,16 +254,21 @@ int gh_cdi_write(json_t *spec, const char *path, struct stat *st, gh_error_t *er
                                 GH_WRITE_ATOMIC | GH_WRITE_SYNC | GH_WRITE_MKDIR_0755, st, err);
 }
 
-bool gh_cdi_spec_hook_mounts(json_t *spec)
+/* Whether a hook argument of the common edits starts with prefix (and has a value, when valued). */
+static bool hook_arg(json_t *spec, const char *prefix, bool valued)
 {
         json_t *hooks = json_object_get(json_object_get(spec, "containerEdits"), "hooks"), *h, *a;
-        size_t i, j;
+        size_t i, j, n = strlen(prefix);
 
         json_array_foreach (hooks, i, h)
                 json_array_foreach (json_object_get(h, "args"), j, a) {
                         const char *s = json_string_value(a);
-                        if (s != NULL && strncmp(s, "--mount", 7) == 0 && strchr(s, '=') != NULL)
+                        if (s != NULL && strncmp(s, prefix, n) == 0 && (valued ? strchr(s, '=') != NULL : s[n] == '\0'))
                                 return true;
                 }
         return false;
 }
+
+bool gh_cdi_spec_hook_mounts(json_t *spec) { return hook_arg(spec, "--mount", true); }
+
+bool gh_cdi_spec_checks_requirements(json_t *spec) { return hook_arg(spec, "--check-requirements", false); }

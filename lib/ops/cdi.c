@@ -218,6 +218,8 @@ static json_t *hook(const struct cdi_ctx *c)
                 }
         if (p->mask_proc && gh_json_append_new(args, json_string("--mask-proc")) < 0)
                 goto fail;
+        if (c->o->check_requirements && gh_json_append_new(args, json_string("--check-requirements")) < 0)
+                goto fail;
         /* The hook's environment is ours to choose: the runtime's would otherwise leak in. */
         if (gh_json_append_new(env, json_string("PATH=/usr/sbin:/usr/bin:/sbin:/bin")) < 0)
                 goto fail;

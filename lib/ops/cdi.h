@@ -49,6 +49,9 @@ struct gh_cdi_opts {
          * attaches them with the new mount API, cheaper than a runtime's mount, remount and checks
          * per entry (docs/cdi.md#mounts-by-the-hook).  Device nodes, env and other mounts stay. */
         bool hook_mounts;
+        /* The hook also checks the image's NVIDIA_REQUIRE_* first (cdi-hook --check-requirements),
+         * refusing the container as gpu-hook does when one is not met (docs/cdi.md). */
+        bool check_requirements;
 };
 
 #define GH_CDI_MPS_PREFIX "mps-"
@@ -87,6 +90,8 @@ char *gh_cdi_default_path(const char *vendor, const char *class_, const char *mp
 /* Whether a spec's common createContainer hook makes the driver's mounts (--mount or --mount-dir
  * among its arguments: written with gh_cdi_opts.hook_mounts). */
 bool gh_cdi_spec_hook_mounts(json_t *spec);
+/* Whether its hook checks requirements (--check-requirements: gh_cdi_opts.check_requirements). */
+bool gh_cdi_spec_checks_requirements(json_t *spec);
 
 /* The spec as the text written (indented JSON and a newline); NULL when out of memory. */
 char *gh_cdi_text(json_t *spec);

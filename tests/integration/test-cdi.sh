@@ -60,6 +60,22 @@ t_is "$(json_get "$T/spec-hookmounts.json" 's["containerEdits"]["deviceNodes"] =
 t_is "$("$GPU_CLI" "--root=$T/drv" cdi generate --mounts=elsewhere --output=- 2>&1)" "gpu-cli: cdi: --mounts='elsewhere': use spec or hook" \
         "--mounts takes spec or hook (one line)"
 
+# --check-requirements: the hook refuses images whose NVIDIA_REQUIRE_* the driver does not meet
+has_check() { json_get "$1" '"--check-requirements" in s["containerEdits"]["hooks"][0]["args"]'; }
+t_ok "cdi generate --check-requirements" "$GPU_CLI" "--root=$T/drv" cdi generate --check-requirements "--output=$T/spec-req.json"
+t_is "$(has_check "$T/spec-req.json"):$(has_check "$T/spec-default.json")" True:False \
+        "--check-requirements: the hook gets --check-requirements (the default spec's does not)"
+t_is "$(json_get "$T/spec-req.json" 's["containerEdits"]["mounts"] == json.load(open(sys.argv[1].replace("req", "default")))["containerEdits"]["mounts"]')" True \
+        "... and nothing else changes"
+"$GPU_CLI" "--root=$T/drv" cdi refresh --wait=0 "--output=$T/spec-req.json" >/dev/null 2>"$T/err" || t_diag_file "$T/err"
+t_is "$(has_check "$T/spec-req.json")" True "cdi refresh keeps the replaced spec's --check-requirements"
+"$GPU_CLI" "--root=$T/drv" cdi refresh --wait=0 --check-requirements=no "--output=$T/spec-req.json" >/dev/null 2>"$T/err" ||
+        t_diag_file "$T/err"
+t_is "$(has_check "$T/spec-req.json")" False "cdi refresh --check-requirements=no drops it"
+"$GPU_CLI" "--root=$T/drv" cdi generate --check-requirements "--output=$T/spec-req.json"
+t_is "$("$GPU_CLI" "--root=$T/drv" cdi generate --check-requirements=maybe --output=- 2>&1)" \
+        "gpu-cli: cdi: --check-requirements='maybe': use yes or no" "--check-requirements takes yes or no (one line)"
+
 t_is "$(names "$T/spec-default.json")" "0,${UUIDS[0]},1,${UUIDS[1]},all" "default: a device per GPU by index and UUID, and all"
 t_is "$(json_get "$T/spec-default.json" 's["kind"] + " " + s["cdiVersion"]')" "nvidia.com/gpu 0.5.0" \
         "kind nvidia.com/gpu, cdiVersion 0.5.0 (names starting with a digit, hostPath)"
@@ -262,6 +278,22 @@ t_nomatch "$(field dev)" 'nvidia0' "=UUID of GPU 1: /dev/nvidia0 is absent"
 new_rootfs unknown
 run_podman "$ROOTFS" "" --device nvidia.com/gpu=7 -- /bin/true
 t_not "=7 (no such GPU): podman refuses to start" test "$RUN_RC" -eq 0
+
+# A spec written with --check-requirements: the image's requirements, as the hook path checks them
+cdi_install "$T/spec-req.json" gpu-hook-test.json || { echo "Bail out! cannot install the spec"; exit 1; }
+new_rootfs req-ok
+run_podman "$ROOTFS" "" --device nvidia.com/gpu=0 -e "NVIDIA_REQUIRE_CUDA=cuda>=12.0" -- /bin/sh -c "$PROBE"
+t_is "$RUN_RC" 0 "--check-requirements spec, NVIDIA_REQUIRE_CUDA=cuda>=12.0 (CUDA 13.0 driver): container ran" ||
+        t_diag "$RUN_STDERR"
+t_match "$(field cuda)" '^CUDA OK: 1 device' "... and CUDA works"
+new_rootfs req-unmet
+run_podman "$ROOTFS" "" --device nvidia.com/gpu=0 -e "NVIDIA_REQUIRE_CUDA=cuda>=13.1" -- /bin/sh -c "$PROBE"
+t_not "--check-requirements spec, cuda>=13.1: podman refuses to start it" test "$RUN_RC" -eq 0
+t_match "$RUN_STDERR" "requirement 'cuda>=13\\.1' not met: the driver supports CUDA 13\\.0" "... naming the requirement and the driver's CUDA"
+new_rootfs req-legacy
+run_podman "$ROOTFS" "" --device nvidia.com/gpu=1 -e CUDA_VERSION=14.0 -- /bin/true
+t_match "$RUN_RC:$RUN_STDERR" "^[1-9][0-9]*:.*requirement 'cuda>=14\\.0' not met" "... a legacy image's CUDA_VERSION=14.0 too"
+cdi_install "$T/spec-default.json" gpu-hook-test.json || { echo "Bail out! cannot install the spec"; exit 1; }
 
 # The same request through the hook path (contrib's hooks.d, gpu-hook -> gpu-cli configure): the
 # same files with the same modes and link targets, the same nodes, /proc and ld cache, the same

@@ -291,7 +291,8 @@ t_match "$?:$(cat "$T/rq.err")" "^0:.*warning: check-requirements: .*; arch and 
         "NVML failing: cuda>=12.0,brand=nvidia passes on the CUDA version, with a warning"
 rq_state "NVIDIA_REQUIRE_CUDA=cuda>=13.1,brand=nvidia"
 rq "$NVHOOK"
-t_match "$?:$(cat "$T/rq.err")" "^1:.*'cuda>=13\\.1' not met" "NVML failing: cuda>=13.1 is still refused"
+t_match "$?:$(tail -n 1 "$T/rq.err")" "^1:.*'cuda>=13\\.1,brand=nvidia' not met \\('cuda>=13\\.1' is false\\)" \
+        "NVML failing: cuda>=13.1 is still refused"
 rm -f "$T/drv/etc/fake-nvml-mode"
 
 # ---------------------------------------------------------------------------------------------
