@@ -53,6 +53,12 @@ static const struct flag ldcache_flags[] = {
         CONTAINER_SPEC,
         { NULL, 0, NULL, NULL },
 };
+static const struct flag soname_flags[] = {
+        { "folder", F_LIST, "DIR", "a container directory whose libraries get their SONAME links (repeatable)" },
+        { "ldconfig-path", F_VALUE, "PATH", "accepted and ignored: the links are made natively, no ldconfig runs" },
+        CONTAINER_SPEC,
+        { NULL, 0, NULL, NULL },
+};
 static const struct flag symlinks_flags[] = {
         { "link", F_LIST, "TARGET::LINK",
           "create LINK -> TARGET in the container, replacing a file there (repeatable)" },
@@ -90,6 +96,8 @@ static const struct flag no_flags[] = { { NULL, 0, NULL, NULL } };
 static const struct subcommand subcommands[] = {
         { "update-ldcache", "add the libraries of --folder directories to the container's ld cache", ldcache_flags },
         { "create-symlinks", "create symlinks in the container", symlinks_flags },
+        { "create-soname-symlinks", "create the SONAME links of the libraries in --folder directories (ldconfig -n)",
+          soname_flags },
         { "enable-cuda-compat", "prefer the image's CUDA compat libraries when the host driver is older",
           compat_flags },
         { "disable-device-node-modification", "mask /proc/driver/nvidia (params: ModifyDeviceFiles: 0)",
@@ -305,22 +313,30 @@ static int build_opts(const struct values *v, struct gh_cdi_hook_opts *o, struct
         o->state_file = value_of(v, "container-spec");
         if (strcmp(name, "noop") == 0)
                 return 1;
-        if (strcmp(name, "update-ldcache") == 0) {
+        if (strcmp(name, "update-ldcache") == 0 || strcmp(name, "create-soname-symlinks") == 0) {
+                bool soname = name[0] == 'c';
+                size_t kept = 0;
                 l = list_of(v, "folder", &n);
                 *folders = calloc(n + 1, sizeof(**folders));
                 if (*folders == NULL)
                         return fail(name, "out of memory"), -1;
                 for (size_t i = 0; i < n; i++) {
                         if (l[i][0] != '/') {
-                                gh_warn("update-ldcache: --folder %s is not an absolute path: ignored", l[i]);
+                                gh_warn("%s: --folder %s is not an absolute path: ignored", name, l[i]);
                                 continue;
                         }
-                        (*folders)[o->nfolders++] = l[i];
+                        (*folders)[kept++] = l[i];
+                }
+                if ((s = value_of(v, "ldconfig-path")) != NULL)
+                        gh_debug("%s: --ldconfig-path %s ignored: no ldconfig runs", name, s);
+                if (soname) {
+                        o->soname_folders = *folders;
+                        o->nsoname_folders = kept;
+                        return kept > 0 ? 0 : 1;
                 }
                 o->folders = *folders;
+                o->nfolders = kept;
                 o->ldcache = true;
-                if ((s = value_of(v, "ldconfig-path")) != NULL)
-                        gh_debug("update-ldcache: --ldconfig-path %s ignored: the cache is written natively", s);
                 return 0;
         }
         if (strcmp(name, "create-symlinks") == 0) {

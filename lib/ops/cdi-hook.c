@@ -185,6 +185,46 @@ out:
         return r;
 }
 
+/* create-soname-symlinks: in each folder, a library whose file name is not its SONAME gets the link
+ * SONAME -> file beside it, as `ldconfig -n -N` makes them.  A SONAME link already there is kept
+ * (the scan names it instead of the file); anything else at that name is left alone, with a
+ * warning, as ldconfig leaves it. */
+static int plan_soname_links(struct gh_plan *plan, const struct gh_cdi_hook_opts *o, int rootfd, gh_error_t *err)
+{
+        for (size_t i = 0; i < o->nsoname_folders; i++) {
+                _cleanup_free_ char *dir = lexical_path(o->soname_folders[i]);
+                struct gh_ldcache_set set = { 0 };
+                const char *dirs[1];
+                int r = 0;
+
+                if (dir == NULL)
+                        return gh_err(err, ENOMEM, "reading --folder");
+                dirs[0] = dir;
+                if (gh_ldscan_dirs(rootfd, AT_FDCWD, dirs, 1, &set, err) < 0)
+                        return -1;
+                for (size_t k = 0; k < set.n && r == 0; k++) {
+                        const struct gh_ldcache_entry *e = &set.entries[k];
+                        const char *base = strrchr(e->value, '/');
+                        _cleanup_free_ char *link = NULL;
+                        base = base ? base + 1 : e->value;
+                        if (e->hwcaps != NULL || strchr(e->key, '/') != NULL || strcmp(base, e->key) == 0)
+                                continue;
+                        if (asprintf(&link, "%.*s/%s", (int) (base - e->value - 1), e->value, e->key) < 0) {
+                                r = gh_err(err, ENOMEM, "planning SONAME links");
+                                break;
+                        }
+                        size_t before = plan->n;
+                        r = gh_plan_add_symlink(plan, link, base, true, err);
+                        if (r == 0 && plan->n > before)
+                                plan->items[plan->n - 1].replace = false;
+                }
+                gh_ldcache_set_free(&set);
+                if (r < 0)
+                        return -1;
+        }
+        return 0;
+}
+
 /* cuda-compat in the hook configuration (default true).  A configuration that cannot be read is
  * reported and counts as the default: it must not stop CDI containers. */
 static bool compat_allowed(const struct gh_cdi_hook_opts *o)
@@ -269,6 +309,8 @@ static int build_plan(struct gh_plan *plan, const struct gh_cdi_hook_opts *o, in
                 if (gh_plan_add_library(plan, o->libs32[i].a, o->libs32[i].b, true, err) < 0)
                         return -1;
         if (o->nfolders > 0 && plan_folders(plan, o, rootfd, err) < 0)
+                return -1;
+        if (o->nsoname_folders > 0 && plan_soname_links(plan, o, rootfd, err) < 0)
                 return -1;
         if (plan_compat(plan, o, rootfd, droot, record, err) < 0)
                 return -1;
@@ -388,8 +430,8 @@ static void phase(const struct gh_cdi_hook_opts *o, const char *name)
 /* Whether the hook has anything to do in the container besides checking requirements. */
 static bool touches_container(const struct gh_cdi_hook_opts *o)
 {
-        return o->nmounts || o->nlinks || o->nlibs || o->nlibs32 || o->nfolders || o->ldcache || o->compat_driver ||
-               o->compat_cuda || o->mask_proc || o->app_profile || o->nchmod;
+        return o->nmounts || o->nlinks || o->nlibs || o->nlibs32 || o->nfolders || o->nsoname_folders || o->ldcache ||
+               o->compat_driver || o->compat_cuda || o->mask_proc || o->app_profile || o->nchmod;
 }
 
 int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)

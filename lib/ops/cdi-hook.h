@@ -56,6 +56,10 @@ struct gh_cdi_hook_opts {
         size_t nlibs32;
         const char **folders; /* container directories whose libraries go into the ld cache */
         size_t nfolders;
+        /* container directories that get their libraries' SONAME links (create-soname-symlinks,
+         * `ldconfig -n -N` without ldconfig): LIB_SONAME -> the file, beside it */
+        const char **soname_folders;
+        size_t nsoname_folders;
         bool ldcache; /* rewrite the ld cache even with nothing new in it (update-ldcache) */
         /* CUDA forward compatibility: with compat_driver (the host driver version) or compat_cuda
          * (the host CUDA version) the image's compat libraries are looked at (docs/cuda-compat.md). */

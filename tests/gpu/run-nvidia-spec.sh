@@ -203,8 +203,8 @@ for cache in cold warm; do
         t_is "$RUN_RC" 0 "check-requirements ($cache cache): arch>=9.0,driver>=580 is met (NVML's facts for GPU 0)" ||
                 t_diag "$RUN_STDERR"
         rq_case arch10 "NVIDIA_REQUIRE_ARCH=arch>=10.0"
-        t_match "$RUN_RC:$RUN_STDERR" "^[1-9][0-9]*:.*requirement 'arch>=10\\.0' not met on GPU 0 " \
-                "check-requirements ($cache cache): arch>=10.0 refused, naming GPU 0"
+        t_not "check-requirements ($cache cache): arch>=10.0 refused" test "$RUN_RC" -eq 0
+        t_match "$RUN_STDERR" "requirement 'arch>=10\\.0' not met on GPU 0 " "... naming GPU 0"
         rq_case off "NVIDIA_REQUIRE_CUDA=cuda>=13.1" NVIDIA_DISABLE_REQUIRE=true
         t_is "$RUN_RC" 0 "check-requirements ($cache cache): NVIDIA_DISABLE_REQUIRE=true starts it unchecked" ||
                 t_diag "$RUN_STDERR"

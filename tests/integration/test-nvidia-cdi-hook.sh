@@ -191,6 +191,26 @@ container wrap "$T/spec-wrap.json"
 t_is "$(field params)" "ModifyDeviceFiles: 0" "--container-spec FILE: the state read from the file; params masked"
 t_match "$(cat "$T/hook.stderr" 2>&1)" 'nvidia-cdi-hook: cdi-hook: .*/proc/driver/nvidia masked' "--debug: debug lines on stderr"
 
+# create-soname-symlinks (ldconfig -n -N, without ldconfig): the SONAME links of a folder's libraries
+new_rootfs soname
+mkdir -p "$ROOTFS/opt/sl" "$ROOTFS/opt/sl2"
+cp "$T/drv$LIB/libcuda.so.$VER" "$T/drv$LIB/libnvidia-ml.so.$VER" "$ROOTFS/opt/sl/"
+cp "$T/drv$LIB/libnvidia-cfg.so.$VER" "$ROOTFS/opt/sl2/"
+echo "the image's own file" >"$ROOTFS/opt/sl/libnvidia-ml.so.1"
+ln -s libcuda.so.0.stale "$ROOTFS/opt/sl2/libcuda.so.9"
+make_bundle "$T/soname/bundle" "$ROOTFS" /bin/sh -c "$PROBE"
+add_hooks "$T/spec.json" "$T/spec-soname.json" \
+        '["create-soname-symlinks", "--folder", "/opt/sl", "--folder=/opt/./sl2/", "--ldconfig-path", "/sbin/ldconfig"]'
+"$GH_PYTHON" "$APPLY" --spec "$T/spec-soname.json" "$T/soname/bundle" nvidia.com/gpu=0
+run_runc "$T/soname/bundle" soname
+t_is "$RUN_RC" 0 "create-soname-symlinks: the container starts" || t_diag "$RUN_STDERR"
+t_is "$(readlink "$ROOTFS/opt/sl/libcuda.so.1")" "libcuda.so.$VER" "create-soname-symlinks: libcuda.so.1 -> libcuda.so.$VER beside it"
+t_is "$(readlink "$ROOTFS/opt/sl2/libnvidia-cfg.so.1")" "libnvidia-cfg.so.$VER" "... in every --folder (written with ./ and a trailing /)"
+t_is "$(cat "$ROOTFS/opt/sl/libnvidia-ml.so.1")" "the image's own file" "... a file of the image at the SONAME's name is left alone"
+t_is "$(readlink "$ROOTFS/opt/sl2/libcuda.so.9")" "libcuda.so.0.stale" "... a link that no library's SONAME names is not touched"
+t_not "... and no ldconfig ran" ldconfig_ran "$ROOTFS"
+t_is "$(ls "$ROOTFS/opt/sl" | tr '\n' ' ')" "libcuda.so.1 libcuda.so.$VER libnvidia-ml.so.1 libnvidia-ml.so.$VER " "... and nothing else was made"
+
 # ---------------------------------------------------------------------------------------------
 # check-requirements: the image's NVIDIA_REQUIRE_* against the (fake) driver: CUDA 13.0, driver
 # $VER, two H100s (compute capability 9.0)
