@@ -157,6 +157,45 @@ else
         t_match "$RUN_STDOUT" '^matmul True$' "PyTorch: a bf16 matmul on the GPU"
         umount "$T/torch/merged"
 fi
+# create-soname-symlinks: NVIDIA's spec without its SONAME links for the driver's libraries (the
+# create-symlinks arguments LIB.so.N -> file), and the hook that makes them from the folder instead.
+SN=$T/nvidia-soname.json
+"$GH_PYTHON" - "$NV" "$NVHOOK" "$ROOT" "$LIB" >"$SN" <<'EOF'
+import json, re, sys
+s = json.load(open(sys.argv[1]))
+hooks, out = s["containerEdits"]["hooks"], []
+for h in hooks:
+    a = h["args"]
+    if "create-symlinks" in a:
+        keep, i = [], 0
+        while i < len(a):
+            if a[i] == "--link" and i + 1 < len(a) and re.match(r"^lib.*\.so\.[0-9.]+::" + re.escape(sys.argv[4]) + r"/lib[^/]*\.so\.[0-9]+$", a[i + 1]):
+                i += 2
+                continue
+            keep.append(a[i])
+            i += 1
+        h["args"] = keep
+    if "update-ldcache" in a:
+        args = ["nvidia-cdi-hook"] + (["--driver-root=" + sys.argv[3]] if sys.argv[3] != "/" else [])
+        out.append({"hookName": "createContainer", "path": sys.argv[2],
+                    "args": args + ["create-soname-symlinks", "--folder", sys.argv[4]]})
+    out.append(h)
+s["containerEdits"]["hooks"] = out
+print(json.dumps(s))
+EOF
+ARGS_SN=$(json_get "$SN" '"\n".join(a for h in s["containerEdits"]["hooks"] for a in h["args"])')
+t_match "$ARGS_SN" "^create-soname-symlinks$" "a spec with create-soname-symlinks instead of the SONAME links"
+t_nomatch "$ARGS_SN" "^libcuda\\.so\\.[0-9.]+::$LIB/libcuda\\.so\\.1$" "... and without the libcuda.so.1 link"
+bundle soname "$SN" /bin/sh -c "echo link=\$(readlink $LIB/libcuda.so.1); /probe.sh"
+run_runc "$T/b-soname" soname
+t_is "$RUN_RC" 0 "create-soname-symlinks: the container starts" || t_diag "$RUN_STDERR"
+t_match "$RUN_STDOUT" "^link=libcuda\\.so\\.[0-9]+\\.[0-9]+" "create-soname-symlinks: $LIB/libcuda.so.1 -> the driver's libcuda.so.VERSION"
+if [ -n "$VA" ]; then
+        t_match "$RUN_STDOUT" '^va: vector_add: PASS' "... and the CUDA vector add passes"
+elif [ $FAKE = 1 ]; then
+        t_match "$RUN_STDOUT" '^va: CUDA OK' "... and the fake CUDA probe works"
+fi
+
 # ---------------------------------------------------------------------------------------------
 # check-requirements (NVIDIA's 2026 specs carry it): NVIDIA's spec plus that hook, images with the
 # requirement a CUDA 12 image states, a CUDA too new for this driver (13.0 here and in the fake),
