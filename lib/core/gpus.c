@@ -283,7 +283,7 @@ static long mono_us(void)
 }
 
 /* A cache hit: NVML's facts without NVML.  The MIG cap minors are still read from proc. */
-static int load_cached(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list *list)
+int gh_gpus_load_cached(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list *list)
 {
         _cleanup_error_ gh_error_t e = NULL;
         char why[256];
@@ -358,7 +358,7 @@ int gh_gpus_load(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list
                 gh_debug("driver-state cache: none handed to the library; asking NVML");
         else if (opts->state_file != NULL) {
                 _cleanup_error_ gh_error_t e = NULL;
-                if (!opts->refresh && load_cached(rootfd, opts, list))
+                if (!opts->refresh && gh_gpus_load_cached(rootfd, opts, list))
                         return 0;
                 /* Taken before NVML answers: a change meanwhile leaves a cache that will not match.
                  * Only root writes the cache, so only root needs it. */

@@ -31,6 +31,10 @@ int gh_gpus_driver_version(int rootfd, char *buf, size_t size, gh_error_t *err);
  * is an error. */
 int gh_gpus_parse_information(const char *text, size_t len, const char *what, struct gh_gpu *gpu, gh_error_t *err);
 
+/* The driver-state cache's answer alone (opts->state_file and opts->cache, both set): 1 and *list
+ * filled on a hit, 0 on a miss (why in the debug log).  For a process that cannot ask NVML. */
+int gh_gpus_load_cached(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_list *list);
+
 /* Fills the MIG devices' cap minors from proc/driver/nvidia/capabilities under the root. */
 int gh_gpus_read_mig_caps(int rootfd, struct gh_gpu_list *list, gh_error_t *err);
 

@@ -24,27 +24,6 @@
 #include "require.h"
 #include "select.h"
 
-/* The facts from the driver-state cache alone (a process that cannot load the driver's libraries):
- * 1 on a hit, 0 on a miss. */
-static int cached_facts(const struct gh_cdi_hook_opts *o, int droot, struct gh_gpu_list *gpus)
-{
-        _cleanup_error_ gh_error_t e = NULL;
-        char why[256];
-
-        if (o->cache_file == NULL || o->cache == NULL ||
-            o->cache->lookup(droot, o->cache_file, gpus, why, sizeof(why)) <= 0) {
-                gh_debug("check-requirements: no cached driver facts (%s)",
-                         o->cache_file == NULL || o->cache == NULL ? "no cache for this driver root" : why);
-                return 0;
-        }
-        if (gh_gpus_read_mig_caps(droot, gpus, &e) < 0) {
-                gh_debug("check-requirements: cached driver facts not used: %s", e->msg);
-                gh_gpu_list_free(gpus);
-                return 0;
-        }
-        return 1;
-}
-
 /* The GPUs of the list whose device node the runtime creates. */
 static int container_gpus(const struct gh_gpu_list *gpus, const struct gh_oci_spec *spec, struct gh_selection *sel,
                           gh_error_t *err)
@@ -103,7 +82,11 @@ int gh_cdi_check_requirements(const struct gh_cdi_hook_opts *o, int droot, const
         req.state_file = o->cache_file;
         req.cache = o->cache;
         if (o->no_driver_libs) {
-                if (!cached_facts(o, droot, &gpus)) {
+                struct gh_gpus_opts go = GH_GPUS_OPTS_DEFAULT;
+                go.state_file = o->cache_file;
+                go.cache = o->cache;
+                if (o->cache == NULL || o->cache_file == NULL || !gh_gpus_load_cached(droot, &go, &gpus)) {
+                        gh_debug("check-requirements: no cached driver facts for this driver root");
                         r = 1;
                         goto out;
                 }
