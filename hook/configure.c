@@ -4,7 +4,9 @@
  * service child (NVML) is forked, chrooted and stripped of every privilege by the core, a host
  * ldconfig (cli.ldconfig) runs in its sandbox.  Running it here instead of exec'ing gpu-cli saves a
  * process start, dynamic loading and an exit for every GPU container (about 0.9 ms on the H200);
- * "cli": {"exec": true} brings the exec back (spawn.c). */
+ * "cli": {"exec": true} brings the exec back (spawn.c).  A static gpu-hook (hook/meson.build) loads
+ * no driver library: when the driver-state cache cannot answer what a start needs from NVML or
+ * libcuda, gh_configure fails with ELIBACC before touching the container and main.c runs gpu-cli. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,10 +1,12 @@
-/* Running `gpu-cli configure` from the hook, when the configuration asks for it ("cli": {"exec":
- * true}, with "path" the program): for a site that wraps gpu-cli, or to compare.  By default the hook
- * configures in its own process (configure.c), which saves this process start. */
+/* Running `gpu-cli configure` from the hook: when the configuration asks for it ("cli": {"exec":
+ * true}, with "path" the program), for a site that wraps gpu-cli or to compare; and when a static
+ * gpu-hook meets a start that needs NVML or libcuda (main.c).  Otherwise the hook configures in its
+ * own process (configure.c), which saves this process start. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -15,19 +17,42 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "config.h" /* the build's: GPUHOOK_CLI_PATH */
 #include "file.h"
 #include "hook.h"
 #include "mps.h"
+
+/* "cli.path", except when that is the built-in default and not there: then the gpu-cli beside this
+ * program (a build tree, or a kit copied to a machine as one folder). */
+static const char *cli_path(const struct gh_config *cfg, char *buf, size_t size)
+{
+        char self[PATH_MAX];
+        ssize_t n;
+        char *slash;
+
+        if (strcmp(cfg->cli.path, GPUHOOK_CLI_PATH) != 0 || access(cfg->cli.path, X_OK) == 0)
+                return cfg->cli.path;
+        n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n <= 0)
+                return cfg->cli.path;
+        self[n] = '\0';
+        slash = strrchr(self, '/');
+        if (slash == NULL || snprintf(buf, size, "%.*s/gpu-cli", (int) (slash - self), self) >= (int) size ||
+            access(buf, X_OK) < 0)
+                return cfg->cli.path;
+        return buf;
+}
 
 char **gh_hook_configure_argv(const struct gh_config *cfg, const struct gh_request *req, pid_t pid, const char *rootfs,
                               const char *debug, bool timings, gh_error_t *err)
 {
         _cleanup_strv_ char **v = NULL;
+        char beside[PATH_MAX];
         size_t n = 0;
 
         if (debug == NULL)
                 debug = cfg->cli.debug;
-        if (gh_argv_add(&v, &n, err, "%s", cfg->cli.path) < 0 ||
+        if (gh_argv_add(&v, &n, err, "%s", cli_path(cfg, beside, sizeof(beside))) < 0 ||
             gh_argv_add(&v, &n, err, "--root=%s", cfg->cli.root) < 0 ||
             (cfg->cli.ldcache && gh_argv_add(&v, &n, err, "--ldcache=%s", cfg->cli.ldcache) < 0) ||
             (debug && (gh_argv_add(&v, &n, err, "--debug=%s", debug) < 0 ||

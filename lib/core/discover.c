@@ -121,6 +121,11 @@ int gh_plan_load_gpus(int droot, const struct gh_request *req, struct gh_gpu_lis
         struct gh_gpu_list full = { 0 };
         go.source = GH_GPUS_NVML;
         if (gh_gpus_load(droot, &go, &full, &e) < 0) {
+                if (e->code == ELIBACC) { /* a static program: gpu-cli answers with them */
+                        if (err != NULL)
+                                *err = steal_pointer(&e);
+                        return -1;
+                }
                 gh_warn("%s; MIG devices are left out of \"all\"", e->msg);
                 return 0;
         }

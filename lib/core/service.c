@@ -1,5 +1,7 @@
 /* The driver service child: sandbox, then serve NVML over RPC; and its lifecycle in the parent. */
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <poll.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -8,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -185,6 +188,21 @@ static void stop_child(pid_t pid, bool failed, gh_error_t *err)
                 ;
 }
 
+bool gh_service_can_load(void)
+{
+        static int known = -1;
+
+        if (known < 0) {
+                const ElfW(Phdr) *ph = (const ElfW(Phdr) *) getauxval(AT_PHDR);
+                unsigned long n = getauxval(AT_PHNUM);
+                known = 0;
+                for (unsigned long i = 0; ph != NULL && i < n; i++)
+                        if (ph[i].p_type == PT_INTERP)
+                                known = 1;
+        }
+        return known == 1;
+}
+
 /* Forks the sandboxed child (NVML, or libcuda when cuda) and runs the client half on its socket. */
 static int with_service(int rootfd, const struct gh_gpus_opts *opts, bool cuda, const char *cuda_lib,
                         struct gh_gpu_list *list, char *cuda_out, size_t cuda_size, gh_error_t *err)
@@ -195,6 +213,11 @@ static int with_service(int rootfd, const struct gh_gpus_opts *opts, bool cuda, 
         int sv[2], r;
         pid_t parent = getpid(), pid;
 
+        if (!gh_service_can_load())
+                return gh_err(
+                        err, ELIBACC,
+                        "%s: this program is linked statically and loads no driver library; run gpu-cli, which can",
+                        cuda ? "asking libcuda for the CUDA version" : "querying the driver through NVML");
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
                 return gh_err(err, errno, "starting the NVML service: socketpair");
         ours = sv[0];

@@ -7,6 +7,7 @@
 #ifndef GH_SERVICE_H
 #define GH_SERVICE_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "error.h"
@@ -21,6 +22,11 @@ int gh_service_query(int rootfd, const struct gh_gpus_opts *opts, struct gh_gpu_
  * driver's own file: an ld.so.cache may list another libcuda.so.1 first); NULL = by SONAME. */
 int gh_service_cuda_version(int rootfd, const struct gh_gpus_opts *opts, const char *lib, char *cuda, size_t size,
                             gh_error_t *err);
+
+/* False in a program without a dynamic loader (a static PIE: gpu-hook, nvidia-cdi-hook): its dlopen
+ * would need the very glibc it was linked with, not the host's, so the two calls above refuse at
+ * once, with code ELIBACC and nothing started, and the caller asks gpu-cli instead. */
+bool gh_service_can_load(void);
 
 /* Parses --user: "UID", "UID:GID" (numbers only; a name would need the host's NSS, which runs
  * code from outside our control).  GID defaults to UID. */

@@ -95,6 +95,34 @@ run_case req createRuntime runc NVIDIA_VISIBLE_DEVICES=0 "NVIDIA_REQUIRE_CUDA=cu
 t_not "NVIDIA_REQUIRE_CUDA=cuda>=99.0: the start is aborted" test "$RUN_RC" -eq 0
 t_match "$RUN_STDERR" 'cuda>=99\.0.*update' "the error names the requirement and says to update the driver"
 
+# A start that needs libcuda or NVML (a cuda requirement, and no driver-state cache here): a static
+# gpu-hook loads no driver library, so it has gpu-cli configure the container; a dynamic one does it
+# in its own process.  Either way the container gets its GPU and the requirement is checked.
+STATIC_HOOK=1
+readelf -lW "$GPU_HOOK" 2>/dev/null | grep -q 'program interpreter' && STATIC_HOOK=0
+hook_line() { grep '"result":"configured"' "$T/hook.log" | tail -n 1; }
+run_case reqok createRuntime runc NVIDIA_VISIBLE_DEVICES=0 "NVIDIA_REQUIRE_CUDA=cuda>=11.0"
+t_is "$RUN_RC" 0 "NVIDIA_REQUIRE_CUDA=cuda>=11.0, no cache: container ran" || t_diag "$RUN_STDERR"
+t_is "$(ngpus)" 1 "cuda>=11.0, no cache: one GPU"
+if [ $STATIC_HOOK = 1 ]; then
+        t_match "$(hook_line)" '"configure\.static":[0-9]+.*"configure\.exec":-?[0-9]+' \
+                "static gpu-hook, libcuda needed: gpu-cli configure ran for it" || t_diag "$(hook_line)"
+else
+        t_nomatch "$(hook_line)" 'configure\.exec' "dynamic gpu-hook, libcuda needed: configured in its own process"
+fi
+# With a driver-state cache, that first start fills it (the plan kept for this request); the next
+# start of the same request is configured in the hook's own process, static or not.
+sed 's|"cli": {|"cli": {"state-file": "'"$T"'/state.json", |' "$T/config-inproc.json" >"$T/config.json"
+run_case cold createRuntime runc NVIDIA_VISIBLE_DEVICES=all "NVIDIA_REQUIRE_CUDA=cuda>=11.0"
+t_is "$RUN_RC" 0 "cuda>=11.0, cold cache: container ran" || t_diag "$RUN_STDERR"
+run_case warm createRuntime runc NVIDIA_VISIBLE_DEVICES=all "NVIDIA_REQUIRE_CUDA=cuda>=11.0"
+t_is "$RUN_RC" 0 "cuda>=11.0, warm cache: container ran" || t_diag "$RUN_STDERR"
+t_is "$(ngpus)" 2 "cuda>=11.0, warm cache: both GPUs"
+t_nomatch "$(hook_line)" 'configure\.(exec|static)' "warm cache: configured in gpu-hook's own process" ||
+        t_diag "$(hook_line)"
+t_match "$(hook_line)" '"configure\.gpus":0' "warm cache: the kept plan was used (no GPU lookup)" || t_diag "$(hook_line)"
+cp "$T/config-inproc.json" "$T/config.json"
+
 run_case reqoff createRuntime runc NVIDIA_VISIBLE_DEVICES=0 "NVIDIA_REQUIRE_CUDA=cuda>=99.0" NVIDIA_DISABLE_REQUIRE=true
 t_is "$RUN_RC" 0 "NVIDIA_DISABLE_REQUIRE=true: the requirement is dropped" || t_diag "$RUN_STDERR"
 

@@ -299,6 +299,9 @@ int main(void)
         snprintf(R, sizeof(R), "%s/driver", T);
         test_parse_user();
         test_overflow_ids();
+        /* This test program has a dynamic loader (PT_INTERP); the static gpu-hook's refusal is
+         * tested end to end (tests/integration/test-hook-gpu.sh). */
+        ok(gh_service_can_load(), "a dynamically linked program may load the driver's libraries");
         if (geteuid() != 0) {
                 test_unprivileged();
                 tap_diag("not root: the sandboxed service with the fake driver is skipped");
