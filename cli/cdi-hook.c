@@ -1,6 +1,7 @@
 /* gpu-cli cdi-hook: the createContainer hook a CDI spec names; flag parsing only, the work is
  * gh_cdi_hook_run() in lib/ops/cdi-hook.c. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "log.h"
+#include "service.h"
 #include "statecache.h"
 
 static void cdi_hook_usage(FILE *out)
@@ -83,6 +85,48 @@ static int add_pair(const char *opt, char *arg, bool b_abs, struct gh_cdi_pair *
         return 0;
 }
 
+static char **strv_dup(char **v, int n)
+{
+        char **c = calloc((size_t) n + 1, sizeof(char *));
+
+        for (int i = 0; c != NULL && i < n; i++)
+                if ((c[i] = strdup(v[i])) == NULL) {
+                        gh_strvfreep(&c);
+                        c = NULL;
+                }
+        return c;
+}
+
+/* gpu-cli cdi-hook with the same global options and arguments, the state on stdin (see above). */
+static int run_elsewhere(int argc, char **argv, const struct cli_globals *g, int state)
+{
+        _cleanup_free_ char **v = calloc((size_t) argc + 6, sizeof(char *));
+        _cleanup_free_ char *root = NULL, *cache = NULL;
+        char cli[PATH_MAX];
+        int n = 0;
+
+        if (v == NULL || asprintf(&root, "--root=%s", g->root) < 0 ||
+            (g->state_file != NULL && asprintf(&cache, "--state-file=%s", g->state_file) < 0)) {
+                fprintf(stderr, "gpu-cli: cdi-hook: out of memory\n");
+                return GH_EXIT_FAILURE;
+        }
+        cli_gpu_cli_path(cli, sizeof(cli));
+        v[n++] = (char *) "gpu-cli";
+        v[n++] = root;
+        v[n++] = cache != NULL ? cache : (char *) "--no-cache";
+        v[n++] = (char *) "cdi-hook";
+        for (int i = 1; i < argc; i++)
+                v[n++] = argv[i];
+        v[n] = NULL;
+        gh_debug("cdi-hook: the driver-state cache cannot answer the requirements; running %s", cli);
+        cli_exec_gpu_cli(cli, v, state);
+        fprintf(stderr,
+                "gpu-cli: cdi-hook: the requirements need the driver and %s cannot run (%m): install gpu-cli, "
+                "run 'gpu-cli cache refresh', or set NVIDIA_DISABLE_REQUIRE=true in the image\n",
+                cli);
+        return GH_EXIT_FAILURE;
+}
+
 int cmd_nvhook(int argc, char **argv, const struct cli_globals *g)
 {
         cli_hook_environment();
@@ -110,10 +154,17 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
         struct gh_cdi_hook_opts o = { .root = g->root, .state_fd = STDIN_FILENO };
         _cleanup_error_ gh_error_t err = NULL;
         const char *log_file = NULL;
+        _cleanup_close_ int state = -1;
+        _cleanup_strv_ char **orig = NULL;
         struct gh_hooklog log;
         int c, r = GH_EXIT_USAGE;
 
         cli_hook_environment();
+        /* The arguments as given, for gpu-cli should it have to run this hook (parsing splits them). */
+        if (!gh_service_can_load() && (orig = strv_dup(argv, argc)) == NULL) {
+                fprintf(stderr, "gpu-cli: cdi-hook: out of memory\n");
+                return GH_EXIT_FAILURE;
+        }
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (c) {
                 case OPT_LINK:
@@ -172,6 +223,17 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                         argv[optind]);
                 goto out;
         }
+        /* A static program (gpu-cdi-hook) loads no driver library: the requirements are checked from
+         * the driver-state cache, and when it cannot answer, gpu-cli runs this hook instead, with
+         * the state this process read kept for it (elsewhere.c). */
+        if (o.check_requirements && !gh_service_can_load()) {
+                o.no_driver_libs = true;
+                if ((state = cli_state_keep(&o.state_fd)) < 0) {
+                        fprintf(stderr, "gpu-cli: cdi-hook: keeping the container state: %m\n");
+                        r = GH_EXIT_FAILURE;
+                        goto out;
+                }
+        }
         if (log_file != NULL) {
                 /* From main() on, so that "setup" is gpu-cli's own start (what exec took is not seen here). */
                 gh_hooklog_start(&log, "createContainer");
@@ -181,7 +243,14 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                 log.mark = log.start;
                 o.log = &log;
         }
-        if (gh_cdi_hook_run(&o, &err) < 0) {
+        r = gh_cdi_hook_run(&o, &err);
+        if (r > 0) {
+                r = run_elsewhere(argc, orig, g, state); /* back only when gpu-cli could not be run */
+                if (o.log != NULL) {
+                        gh_hooklog_set_error(&log, "gpu-cli could not be run for the requirements");
+                        log.exit_code = r;
+                }
+        } else if (r < 0) {
                 fprintf(stderr, "gpu-cli: cdi-hook: %s\n", err && err->msg ? err->msg : "failed");
                 r = gh_error_kind(err) == GH_ERR_REQUIREMENT ? GH_EXIT_REQUIREMENT : GH_EXIT_FAILURE;
                 if (o.log != NULL) {

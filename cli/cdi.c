@@ -46,7 +46,8 @@ static void generate_usage(FILE *out)
                 "                             NVIDIA_DRIVER_CAPABILITIES; default all)\n"
                 "      --layout=debian|lib64  the container's library directory (default debian:\n"
                 "                             /usr/lib/x86_64-linux-gnu; found through the ld cache in any image)\n"
-                "      --hook-path=PATH       the gpu-cli the spec's createContainer hook runs (default: this one)\n"
+                "      --hook-path=PATH       the program the spec's createContainer hook runs as gpu-cli cdi-hook\n"
+                "                             (default: gpu-cdi-hook beside this gpu-cli or installed, else this one)\n"
                 "      --check=FILE           do not write: exit 0 when FILE equals what would be written now,\n"
                 "                             1 with the first difference when it is stale (e.g. a new driver)\n"
                 "      --mps-group=NAME       a spec for the running MPS group NAME only: one device, mps-NAME,\n"
@@ -98,16 +99,6 @@ static void cdi_usage(FILE *out)
                 "  generate   write a CDI spec for this driver (see 'gpu-cli cdi generate --help')\n"
                 "  refresh    write it again once the driver is loaded, when it is stale ('cdi refresh --help')\n"
                 "  list       the devices of every CDI spec, who wrote it, whether it is stale ('cdi list --help')\n");
-}
-
-int cli_self_path(char *buf, size_t size)
-{
-        ssize_t n = readlink("/proc/self/exe", buf, size - 1);
-
-        if (n <= 0)
-                return -1;
-        buf[n] = '\0';
-        return 0;
 }
 
 static int parse_names(const char *s, unsigned *names)
@@ -322,7 +313,7 @@ static int cdi_generate(int argc, char **argv, const struct cli_globals *g, bool
                 return GH_EXIT_USAGE;
         }
         if (o.hook_path == NULL) {
-                if (cli_self_path(self, sizeof(self)) < 0) {
+                if (cli_cdi_hook_path(self, sizeof(self)) < 0) {
                         fprintf(stderr,
                                 "gpu-cli: cdi generate: cannot find our own path (%m); pass --hook-path=/usr/bin/gpu-cli\n");
                         return GH_EXIT_FAILURE;

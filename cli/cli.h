@@ -51,7 +51,19 @@ typedef struct json_t json_t;
 #define CLI_PLAN_ALL 0x7fu
 json_t *cli_plan_json(const struct gh_plan *plan, const char *root, unsigned sections);
 
-/* The running program's path (/proc/self/exe); -1 with errno. */
+/* The running program's path (/proc/self/exe); -1 with errno (elsewhere.c). */
 int cli_self_path(char *buf, size_t size);
+
+/* Handing a check on to gpu-cli from a program that loads no driver library (elsewhere.c):
+ * cli_state_keep copies what is left to read on *fd (the OCI state on stdin) into a memfd and makes
+ * *fd that memfd (-1 with errno); cli_gpu_cli_path: gpu-cli beside this program, else where it is
+ * installed; cli_exec_gpu_cli makes state (when >= 0) stdin from its start and execs cli (returns
+ * -1 with errno only when that fails). */
+int cli_state_keep(int *fd);
+void cli_gpu_cli_path(char *buf, size_t size);
+int cli_exec_gpu_cli(const char *cli, char *const *argv, int state);
+/* The hook a CDI spec written here runs: gpu-cdi-hook beside this program, else where it is
+ * installed, else this program (gpu-cli cdi-hook) itself; buf holds the answer. */
+int cli_cdi_hook_path(char *buf, size_t size);
 
 #endif

@@ -12,6 +12,7 @@
 #include "service.h"
 #include "statecache.h"
 
+#ifndef GH_CLI_HOOKS_ONLY
 static void usage(FILE *out)
 {
         fprintf(out,
@@ -49,11 +50,28 @@ static void usage(FILE *out)
                 "\n"
                 "Exit status: 0 success, 1 failure, 2 usage error, 3 no driver found, 4 requirement not met.\n");
 }
+#endif
+
+#ifdef GH_CLI_HOOKS_ONLY
+/* gpu-cdi-hook (also nvidia-cdi-hook): the static program CDI specs run, gpu-cli's hook commands
+ * alone (cli/meson.build). */
+static void usage_hooks(FILE *out)
+{
+        fprintf(out,
+                "Usage: gpu-cdi-hook [--root=DIR] [--state-file=FILE | --no-cache] [--debug=FILE] cdi-hook [OPTIONS]\n"
+                "\n"
+                "The createContainer hook of the CDI specs 'gpu-cli cdi generate' writes: gpu-cli's cdi-hook\n"
+                "and nvidia-cdi-hook commands in a static program (see 'gpu-cli cdi-hook --help').  Under any\n"
+                "other name (nvidia-cdi-hook, nvidia-ctk) it is NVIDIA's hook command line; the rest is gpu-cli's.\n");
+}
+#define usage usage_hooks
+#endif
 
 static const struct {
         const char *name;
         int (*fn)(int, char **, const struct cli_globals *);
 } commands[] = {
+#ifndef GH_CLI_HOOKS_ONLY
         { "info", cmd_info },
         { "list", cmd_list },
         { "configure", cmd_configure },
@@ -65,6 +83,7 @@ static const struct {
         { "setup", cmd_setup },
         { "cache", cmd_cache },
         { "cdi", cmd_cdi },
+#endif
         { "cdi-hook", cmd_cdi_hook },
         { "nvidia-cdi-hook", cmd_nvhook },
 };
@@ -99,7 +118,13 @@ int main(int argc, char **argv)
         /* Run under NVIDIA's names (a CDI spec's args[0], or a link named so), answer as NVIDIA's hook. */
         const char *base = strrchr(argv[0], '/');
         base = base ? base + 1 : argv[0];
+#ifdef GH_CLI_HOOKS_ONLY
+        /* The static program is NVIDIA's hook by default (its name on PATH and in NVIDIA-written specs);
+         * gpu-cli's own hook when a spec of ours names it so (args[0]). */
+        if (strcmp(base, "gpu-cli") != 0 && strcmp(base, "gpu-cdi-hook") != 0) {
+#else
         if (strcmp(base, "nvidia-cdi-hook") == 0 || strcmp(base, "nvidia-ctk") == 0) {
+#endif
                 cli_hook_environment();
                 return cli_nvhook(argc, argv, "/");
         }
@@ -158,6 +183,12 @@ int main(int argc, char **argv)
                 return GH_EXIT_USAGE;
         }
         fn = command_fn(argv[optind]);
+#ifdef GH_CLI_HOOKS_ONLY
+        if (fn == NULL) {
+                fprintf(stderr, "gpu-cdi-hook: '%s' is not a hook command; run it with gpu-cli\n", argv[optind]);
+                return GH_EXIT_USAGE;
+        }
+#endif
         if (fn == NULL) {
                 fprintf(stderr, "gpu-cli: unknown command '%s'; see 'gpu-cli --help'\n", argv[optind]);
                 return GH_EXIT_USAGE;

@@ -81,7 +81,7 @@ static int write_group_spec(const struct cli_globals *g, const char *dir, const 
         char self[PATH_MAX];
 
         *written = NULL;
-        if (cli_self_path(self, sizeof(self)) < 0)
+        if (cli_cdi_hook_path(self, sizeof(self)) < 0)
                 return gh_err(err, errno, "finding our own path for the CDI hook");
         o.hook_path = self;
         if (gh_layout_named("debian", &o.layout, err) < 0)

@@ -14,16 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cdi-hook.h"
 #include "cleanup.h"
 #include "cli.h"
-#include "config.h" /* the build's: GPUHOOK_CLI_PATH */
 #include "gpuhook.h"
 #include "log.h"
+#include "service.h"
 #include "statecache.h"
 
 enum flag_kind { F_BOOL, F_VALUE, F_LIST };
@@ -413,56 +412,30 @@ static int build_opts(const struct values *v, struct gh_cdi_hook_opts *o, struct
         return o->nchmod > 0 ? 0 : 1;
 }
 
-/* check-requirements in the static nvidia-cdi-hook.  Its dlopen would need the glibc it was linked
+/* check-requirements in a static nvidia-cdi-hook.  Its dlopen would need the glibc it was linked
  * with, so it loads no driver library: the facts come from the driver-state cache, and when that
  * cannot answer, gpu-cli (a dynamic program, run with the environment this process was left with)
- * runs the same check.  The state is kept in a memfd, read here and again there. */
-#ifdef GH_NVHOOK_STATIC
+ * runs the same check.  The state is kept in a memfd, read here and again there (elsewhere.c). */
 static int require_prepare(struct gh_cdi_hook_opts *o, int *state)
 {
-        char buf[65536];
-        ssize_t n;
-
+        if (gh_service_can_load())
+                return 0; /* gpu-cli, or a dynamic nvidia-cdi-hook: it loads what it needs itself */
         o->no_driver_libs = true;
         if (o->state_file != NULL && strcmp(o->state_file, "-") != 0)
                 return 0;
-        *state = memfd_create("oci-state", MFD_CLOEXEC);
-        if (*state < 0)
-                return fprintf(stderr, "%s: check-requirements: memfd_create: %m\n", prog), -1;
-        while ((n = read(o->state_fd, buf, sizeof(buf))) != 0) {
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 || write(*state, buf, (size_t) n) != n)
-                        return fprintf(stderr, "%s: check-requirements: keeping the container state: %m\n", prog), -1;
-        }
-        if (lseek(*state, 0, SEEK_SET) < 0)
-                return fprintf(stderr, "%s: check-requirements: %m\n", prog), -1;
-        o->state_fd = *state;
+        if ((*state = cli_state_keep(&o->state_fd)) < 0)
+                return fprintf(stderr, "%s: check-requirements: keeping the container state: %m\n", prog), -1;
         o->state_file = NULL;
         return 0;
 }
 
-/* gpu-cli beside this program (the build tree), else where it is installed. */
 static int require_elsewhere(const struct gh_cdi_hook_opts *o, int state, bool debug, bool quiet)
 {
-        char self[PATH_MAX], cli[PATH_MAX], root[PATH_MAX + 8], config[PATH_MAX + 10], cache[PATH_MAX + 14],
-                spec[PATH_MAX + 18];
+        char cli[PATH_MAX], root[PATH_MAX + 8], config[PATH_MAX + 10], cache[PATH_MAX + 14], spec[PATH_MAX + 18];
         const char *argv[12];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        char *slash;
         int a = 0;
 
-        cli[0] = '\0';
-        if (n > 0) {
-                self[n] = '\0';
-                if ((slash = strrchr(self, '/')) != NULL) {
-                        snprintf(cli, sizeof(cli), "%.*s/gpu-cli", (int) (slash - self), self);
-                        if (access(cli, X_OK) < 0)
-                                cli[0] = '\0';
-                }
-        }
-        if (cli[0] == '\0')
-                snprintf(cli, sizeof(cli), "%s", GPUHOOK_CLI_PATH);
+        cli_gpu_cli_path(cli, sizeof(cli));
         snprintf(root, sizeof(root), "--root=%s", o->root);
         argv[a++] = "gpu-cli";
         argv[a++] = root;
@@ -483,30 +456,14 @@ static int require_elsewhere(const struct gh_cdi_hook_opts *o, int state, bool d
                 argv[a++] = spec;
         }
         argv[a] = NULL;
-        if (state >= 0 && (lseek(state, 0, SEEK_SET) < 0 || dup2(state, STDIN_FILENO) < 0))
-                return fprintf(stderr, "%s: check-requirements: handing the state on: %m\n", prog), GH_EXIT_FAILURE;
         gh_debug("check-requirements: the cache cannot answer; asking the driver through %s", cli);
-        execv(cli, (char *const *) argv);
+        cli_exec_gpu_cli(cli, (char *const *) argv, state);
         fprintf(stderr,
                 "%s: check-requirements: the driver must be asked and %s cannot run (%m): install gpu-cli, run "
                 "'gpu-cli cache refresh', or set NVIDIA_DISABLE_REQUIRE=true in the image\n",
                 prog, cli);
         return GH_EXIT_FAILURE;
 }
-#else
-/* gpu-cli, or nvidia-cdi-hook linked dynamically: the check loads what it needs itself. */
-static int require_prepare(struct gh_cdi_hook_opts *o, int *state)
-{
-        (void) o;
-        (void) state;
-        return 0;
-}
-static int require_elsewhere(const struct gh_cdi_hook_opts *o, int state, bool debug, bool quiet)
-{
-        (void) o, (void) state, (void) debug, (void) quiet;
-        return GH_EXIT_FAILURE;
-}
-#endif
 
 int cli_nvhook(int argc, char **argv, const char *root)
 {

@@ -470,12 +470,8 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
                 if (droot < 0 || (r = gh_cdi_check_requirements(o, droot, &spec, err)) < 0)
                         goto out;
                 phase(o, "require");
-                if (r > 0 && touches_container(o)) {
-                        gh_err(err, 0,
-                               "check-requirements: the driver-state cache cannot answer and this program cannot "
-                               "load the driver's libraries; run the check as a hook of its own");
-                        goto out;
-                }
+                /* r > 0: the cache cannot answer in a program that loads no driver library; nothing of
+                 * the container was touched yet, and the caller runs the whole hook elsewhere. */
                 if (r > 0 || !touches_container(o)) {
                         ret = r;
                         goto out;

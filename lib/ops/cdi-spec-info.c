@@ -100,7 +100,7 @@ static bool hook_writer(json_t *edits, void *vctx)
                 if (strcmp(b, "nvidia-cdi-hook") == 0 || strcmp(b, "nvidia-ctk") == 0 ||
                     (a0 && (strcmp(a0, "nvidia-cdi-hook") == 0 || strcmp(a0, "nvidia-ctk") == 0)))
                         c->nvidia = true;
-                if (strcmp(b, "gpu-cli") == 0 || (a0 && strcmp(a0, "gpu-cli") == 0))
+                if (strcmp(b, "gpu-cli") == 0 || strcmp(b, "gpu-cdi-hook") == 0 || (a0 && strcmp(a0, "gpu-cli") == 0))
                         json_array_foreach (args, k, a)
                                 if (json_is_string(a) && strcmp(json_string_value(a), "cdi-hook") == 0)
                                         c->ours = true;

@@ -6,7 +6,8 @@
 #   bash tests/gpu/run-metrics.sh; bash tests/gpu/run-nvidia-spec.sh (NVIDIA's sample spec, our nvidia-cdi-hook)
 #
 # The GPU machine (Ubuntu 24.04) has no -dev packages, no runc and no network, so the kit carries:
-#   bin/gpu-cli, bin/gpu-hook   release build of this tree; bin/nvidia-cdi-hook (static)
+#   bin/gpu-cli, bin/gpu-hook   release build of this tree; gpu-hook, bin/nvidia-cdi-hook and
+#                               bin/gpu-cdi-hook (the same file) static
 #   bin/runc                    Debian's runc 1.1.5
 #   bin/busybox, bin/time       static busybox for the rootfs; GNU time for peak RSS
 #   bin/timed-run               wall and CPU time of one container start (tests/helpers/timed-run.c)
@@ -64,8 +65,10 @@ ninja -C "$BUILD" cli/gpu-cli cli/nvidia-cdi-hook hook/gpu-hook runtime/gpu-runt
 rm -rf "$KIT"
 mkdir -p "$KIT/bin" "$KIT/lib" "$KIT/tests/gpu" "$KIT/bench"
 cp "$BUILD/cli/gpu-cli" "$BUILD/hook/gpu-hook" "$BUILD/runtime/gpu-runtime" "$BUILD/tests/helpers/timed-run" "$KIT/bin/"
-# static: needs nothing of that machine's (run-nvidia-spec.sh checks)
+# static: needs nothing of that machine's (run-nvidia-spec.sh checks); gpu-cdi-hook is the same
+# program under the name our specs run (a copy: the kit travels as plain files)
 cp "$BUILD/cli/nvidia-cdi-hook" "$KIT/bin/"
+cp "$BUILD/cli/nvidia-cdi-hook" "$KIT/bin/gpu-cdi-hook"
 cp "$RUNC_SRC" "$KIT/bin/runc"
 cp "$BUSYBOX_SRC" "$KIT/bin/busybox"
 [ -x /usr/bin/time ] && cp /usr/bin/time "$KIT/bin/time"
@@ -87,7 +90,11 @@ for bin in "$KIT/bin/gpu-cli" "$KIT/bin/gpu-hook" "$KIT/bin/gpu-runtime" "$KIT/b
         done < <(ldd "$bin" | awk '$2 == "=>" { print $1, $2, $3 }')
 done
 
-patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$KIT/bin/gpu-cli" "$KIT/bin/gpu-hook" "$KIT/bin/gpu-runtime"
+# gpu-hook is a static PIE where libc.a exists (hook/meson.build): no loader, nothing to point at lib/.
+for bin in gpu-cli gpu-hook gpu-runtime; do
+        readelf -lW "$KIT/bin/$bin" | grep -q 'program interpreter' || continue
+        patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$KIT/bin/$bin"
+done
 patchelf --force-rpath --set-rpath "$RUNC_LIBDIR" "$KIT/bin/runc"
 
 # Check here what can be checked: every dependency resolves into the kit, and the binaries start.

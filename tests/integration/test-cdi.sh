@@ -95,8 +95,16 @@ t_is "$(json_get "$T/spec-default.json" 'sorted(set(tuple(m["options"]) for m in
 t_is "$(json_get "$T/spec-default.json" 's["containerEdits"]["env"]')" "['NVIDIA_VISIBLE_DEVICES=void']" \
         "common edits: NVIDIA_VISIBLE_DEVICES=void keeps a legacy hook away"
 t_is "$(json_get "$T/spec-default.json" '[(h["hookName"], h["path"], h["env"], h["args"][:3], h["args"][-1]) for h in s["containerEdits"]["hooks"]]')" \
-        "[('createContainer', '$GPU_CLI', ['PATH=/usr/sbin:/usr/bin:/sbin:/bin'], ['gpu-cli', '--root=$T/drv', 'cdi-hook'], '--mask-proc')]" \
-        "one createContainer hook: this gpu-cli, an explicit environment, --mask-proc"
+        "[('createContainer', '$(dirname "$GPU_CLI")/gpu-cdi-hook', ['PATH=/usr/sbin:/usr/bin:/sbin:/bin'], ['gpu-cli', '--root=$T/drv', 'cdi-hook'], '--mask-proc')]" \
+        "one createContainer hook: the gpu-cdi-hook beside this gpu-cli, an explicit environment, --mask-proc"
+# Without gpu-cdi-hook beside it (and none installed), gpu-cli names itself.
+mkdir -p "$T/alone" && cp "$GPU_CLI" "$T/alone/gpu-cli"
+if [ ! -x "$(sed -n 's/^#define GPUHOOK_CDI_HOOK_PATH "\(.*\)"$/\1/p' "$GH_BUILD_DIR/config.h")" ]; then
+        "$T/alone/gpu-cli" "--root=$T/drv" cdi generate --output="$T/spec-alone.json" >/dev/null 2>&1
+        t_is "$(json_get "$T/spec-alone.json" '[h["path"] for h in s["containerEdits"]["hooks"]]')" "['$T/alone/gpu-cli']" \
+                "gpu-cli alone: the spec's hook is gpu-cli cdi-hook itself"
+fi
+t_match "$(file -L "$(dirname "$GPU_CLI")/gpu-cdi-hook")" 'static' "gpu-cdi-hook is a static program"
 t_match "$(json_get "$T/spec-default.json" '" ".join(s["containerEdits"]["hooks"][0]["args"])')" \
         '--link=libcuda\.so\.1::/usr/lib/x86_64-linux-gnu/libcuda\.so .*--library=libcuda\.so\.1::/usr/lib/x86_64-linux-gnu/libcuda\.so\.1 ' \
         "the hook creates the links and adds the libraries to the ld cache"

@@ -119,7 +119,7 @@ mkdir -p "$T/cdi-hookbin"
 "$GPU_CLI" --root="$DRV" cdi generate --output="$T/cdi-hookbin/nvidia.com-gpu.json" >/dev/null 2>&1
 doctor "$DRV" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi-hookbin" --cgroup-manager=cgroupfs
 t_match "$OUT" '^ok +cdi +1 CDI spec\(s\), current' "a spec whose hook is ours: ok"
-sed -i "s|\"path\": \"$GPU_CLI\"|\"path\": \"$T/no-such/nvidia-cdi-hook\"|" "$T/cdi-hookbin/nvidia.com-gpu.json"
+sed -i -E "s#\"path\": \"[^\"]*/(gpu-cli|gpu-cdi-hook)\"#\"path\": \"$T/no-such/nvidia-cdi-hook\"#" "$T/cdi-hookbin/nvidia.com-gpu.json"
 doctor "$DRV" --hooks-dir="$T/hooks" --cdi-dir="$T/cdi-hookbin" --cgroup-manager=cgroupfs
 t_match "$OUT" "^warn +cdi +$T/cdi-hookbin/nvidia.com-gpu.json: $T/no-such/nvidia-cdi-hook does not exist" \
         "a spec whose hook program is missing: named"
