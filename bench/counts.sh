@@ -45,7 +45,7 @@ make_busybox_rootfs "$T/rootfs-glibc" --glibc || exit 1
 if [ -n "${GH_COUNTS_IMAGE_LDCACHE:-}" ]; then
         cp "$GH_COUNTS_IMAGE_LDCACHE" "$T/rootfs-glibc/etc/ld.so.cache" || exit 1
 fi
-BS_KINDS=(none nongpu hook hook-req hook-cold cdi cdi-hm)
+BS_KINDS=(none nongpu hook hook-req hook-cold cdi cdi-hm cdi-cli)
 bench_starts_prepare "$ROOT" "$T/rootfs-glibc" || exit 1
 
 echo "# Per-start cost of the hooks, their own process tree ($(date -u +%Y-%m-%d))"
@@ -53,7 +53,7 @@ echo
 bench_machine_info
 echo
 
-stage_of() { case ${1%~base} in cdi | cdi-hm) echo createContainer ;; *) echo createRuntime ;; esac; }
+stage_of() { case ${1%~base} in cdi | cdi-hm | cdi-cli) echo createContainer ;; *) echo createRuntime ;; esac; }
 
 # GH_COUNTS_BASE=BUILD_DIR: every kind also runs with that build's gpu-hook and gpu-cli ("KIND~base",
 # same image, same rounds, interleaved), so a change is measured against what it changes in one run:

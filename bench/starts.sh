@@ -24,6 +24,8 @@
 #               createContainer hook
 #   cdi-hm      the spec of `gpu-cli cdi generate --mounts=hook`: runc makes the nodes (and the two
 #               daemon sockets' mounts), cdi-hook attaches the driver's files itself
+#   cdi-cli     the default spec written with --hook-path=gpu-cli: its hook run by gpu-cli itself, as
+#               before gpu-cdi-hook (a static program) became the default, in the same rounds
 #   cdi-runc    (not in the default list; bench/profile.sh) the same spec with its hook removed: what
 #               runc's part of the CDI path costs
 # Each kind has its own gpu-hook configuration and log file, so the logs say which start was which.
@@ -36,12 +38,13 @@ declare -gA BS_LABEL=(
         [hook]="gpu-hook, all GPUs (hook path)"
         [hook-req]="gpu-hook, all GPUs + NVIDIA_REQUIRE_CUDA=$BENCH_REQ, warm cache"
         [hook-cold]="gpu-hook, all GPUs + NVIDIA_REQUIRE_CUDA=$BENCH_REQ, cold cache"
-        [cdi]="CDI spec (runc applies it; gpu-cli cdi-hook as createContainer hook)"
+        [cdi]="CDI spec (runc applies it; gpu-cdi-hook, i.e. gpu-cli cdi-hook, as createContainer hook)"
+        [cdi-cli]="the same spec, its hook run by gpu-cli itself (--hook-path=gpu-cli, the default before)"
         [cdi-hm]="CDI spec --mounts=hook (cdi-hook makes the driver's mounts)"
         [cdi-runc]="CDI spec without its hook: runc's part alone (nodes, mounts, env)"
         [hook-base]="gpu-hook, all GPUs, the earlier build in GH_BENCH_BASE_HOOK"
 )
-BS_KINDS=(none truehook nongpu hook hook-req hook-cold cdi cdi-hm)
+BS_KINDS=(none truehook nongpu hook hook-req hook-cold cdi cdi-hm cdi-cli)
 # GH_BENCH_BASE_HOOK=FILE: one more kind, hook-base, the hook path with that gpu-hook (in-process
 # configure, so only the binary matters), in the same rounds: a change measured against what it
 # changes, on one lease.
@@ -119,14 +122,15 @@ bench_starts_prepare() {
                 case $k in
                 hook | hook-base) bundle_set_env "$b" "${gpu_env[@]}" ;;
                 hook-req | hook-cold) bundle_set_env "$b" "${gpu_env[@]}" "NVIDIA_REQUIRE_CUDA=$BENCH_REQ" ;;
-                cdi | cdi-runc | cdi-hm)
-                        local gen=("$GPU_CLI" "--root=$BS_ROOT") spec=$BS_SPEC extra=()
+                cdi | cdi-runc | cdi-hm | cdi-cli)
+                        local gen=("$GPU_CLI" "--root=$BS_ROOT") spec=$BS_SPEC extra=() log=cdi
                         [ -n "$BS_LDCACHE" ] && gen+=("--ldcache=$BS_LDCACHE")
-                        [ $k = cdi-hm ] && spec=$T/bs-spec-hm.json extra=(--mounts=hook)
+                        [ $k = cdi-hm ] && spec=$T/bs-spec-hm.json extra=(--mounts=hook) log=cdi-hm
+                        [ $k = cdi-cli ] && spec=$T/bs-spec-cli.json extra=("--hook-path=$GPU_CLI") log=cdi-cli
                         if ! "${gen[@]}" cdi generate "--output=$spec" --capabilities=compute,utility "${extra[@]}" >"$T/bs-gen.err" 2>&1; then
                                 cdi_err="cdi generate: $(tail -n 1 "$T/bs-gen.err")"
                         else
-                                _bs_cdi_log_arg "$spec" "$T/bs-$([ $k = cdi-hm ] && echo cdi-hm || echo cdi).log"
+                                _bs_cdi_log_arg "$spec" "$T/bs-$log.log"
                                 "$GH_PYTHON" "$BS_APPLY" --spec "$spec" "$b" nvidia.com/gpu=all 2>"$T/bs-apply.err" ||
                                         cdi_err="cdi-apply.py: $(tail -n 1 "$T/bs-apply.err")"
                                 [ $k = cdi-runc ] && bundle_edit "$b" 'c.get("hooks", {}).pop("createContainer", None)'
@@ -139,7 +143,7 @@ bench_starts_prepare() {
                 fi
         done
         if [ -n "$cdi_err" ]; then
-                for k in cdi cdi-runc cdi-hm; do [ -n "${BR_BUNDLE[$k]:-}" ] && BR_ERR[$k]=$cdi_err; done
+                for k in cdi cdi-runc cdi-hm cdi-cli; do [ -n "${BR_BUNDLE[$k]:-}" ] && BR_ERR[$k]=$cdi_err; done
         fi
         # The warm cache: filled once, the way the first start after boot (or `gpu-cli cache refresh`) does.
         local refresh=("$GPU_CLI" "--root=$BS_ROOT" "--state-file=$T/bs-state-warm/driver-state.json")
@@ -223,12 +227,12 @@ bench_starts_rss() {
         [ -x "$BS_TIME" ] || { echo "no GNU time here: no RSS"; return; }
         echo "| hook (peak RSS over $runs starts, GNU time -f %M around the hook in its place) | max MiB | median MiB |"
         echo "|---|---:|---:|"
-        for k in nongpu hook hook-req hook-cold cdi cdi-hm conf; do
+        for k in nongpu hook hook-req hook-cold cdi cdi-hm cdi-cli conf; do
                 b=$T/bs-rss-$k
                 rm -rf "$b" "$T/bs-rss-$k.kib"
                 stage=createRuntime
                 case $k in
-                cdi | cdi-hm) stage=createContainer ;;
+                cdi | cdi-hm | cdi-cli) stage=createContainer ;;
                 conf)
                         # gpu-cli configure alone, without gpu-hook around it.
                         _bs_fresh conf || continue
