@@ -33,6 +33,8 @@ int cmd_cache(int argc, char **argv, const struct cli_globals *g);
 int cmd_cdi(int argc, char **argv, const struct cli_globals *g);
 int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g);
 int cmd_nvhook(int argc, char **argv, const struct cli_globals *g);
+/* Not in --help: the driver service child's part for a static gpu-hook (driver-service.c). */
+int cmd_driver_service(int argc, char **argv, const struct cli_globals *g);
 
 /* NVIDIA's hook command line (nvhook.c): argv as nvidia-cdi-hook or nvidia-ctk got it (argv[0]'s
  * name picks the form); root: the driver root where /proc/driver/nvidia is read. */

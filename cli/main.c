@@ -83,6 +83,7 @@ static const struct {
         { "setup", cmd_setup },
         { "cache", cmd_cache },
         { "cdi", cmd_cdi },
+        { "driver-service", cmd_driver_service },
 #endif
         { "cdi-hook", cmd_cdi_hook },
         { "nvidia-cdi-hook", cmd_nvhook },

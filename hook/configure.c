@@ -6,14 +6,18 @@
  * process start, dynamic loading and an exit for every GPU container (about 0.9 ms on the H200);
  * "cli": {"exec": true} brings the exec back (spawn.c).  A static gpu-hook (hook/meson.build) loads
  * no driver library: when the driver-state cache cannot answer what a start needs from NVML or
- * libcuda, gh_configure fails with ELIBACC before touching the container and main.c runs gpu-cli. */
+ * libcuda, the driver service child it forks execs `gpu-cli driver-service` ("cli.path"), which
+ * sandboxes itself and loads them, as the child of a dynamic program does without the exec. */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "configure.h"
 #include "hook.h"
 #include "log.h"
+#include "service.h"
 #include "statecache.h"
 
 int gh_hook_configure(const struct gh_config *cfg, struct gh_request *req, pid_t pid, const char *rootfs,
@@ -23,7 +27,15 @@ int gh_hook_configure(const struct gh_config *cfg, struct gh_request *req, pid_t
                 .pid = pid, .rootfs = rootfs, .root = cfg->cli.root, .ldcache = cfg->cli.ldcache, .req = req
         };
 
+        static char helper[PATH_MAX];
+
         memset(t, 0, sizeof(*t));
+        if (!gh_service_can_load()) {
+                const char *cli = gh_hook_cli_path(cfg, helper, sizeof(helper));
+                if (cli != helper)
+                        snprintf(helper, sizeof(helper), "%s", cli);
+                gh_service_set_helper(helper);
+        }
         /* gpu-cli's rule: the default cache belongs to the host's driver; another driver root has one
          * only when "state-file" names it; "no-cache" has none. */
         if (cfg->cli.no_cache)

@@ -24,6 +24,10 @@
 int gh_hook_configure(const struct gh_config *cfg, struct gh_request *req, pid_t pid, const char *rootfs,
                       bool debug_open, struct gh_configure_timings *t, gh_error_t *err);
 
+/* "cli.path", except when that is the built-in default and not there: then the gpu-cli beside this
+ * program (a build tree, or a kit copied to a machine as one folder).  buf may hold the answer. */
+const char *gh_hook_cli_path(const struct gh_config *cfg, char *buf, size_t size);
+
 /* Builds the `gpu-cli ... configure --pid=PID <request> ROOTFS` argv (NULL-terminated; free with
  * gh_strvfreep).  debug overrides cfg->cli.debug when not NULL; timings adds
  * --timings-fd=GH_HOOK_TIMINGS_FD. */

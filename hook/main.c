@@ -306,21 +306,11 @@ static int run(const struct options *o, struct gh_config *cfg, struct gh_hooklog
                 struct gh_configure_timings t;
                 gh_debug("configuring %s (pid %d)", spec.rootfs, (int) state.pid);
                 r = gh_hook_configure(cfg, &req, state.pid, spec.rootfs, o->debug != NULL, &t, err);
-                if (r < 0 && *err != NULL && (*err)->code == ELIBACC) {
-                        /* A static gpu-hook, and this start needs NVML or libcuda (the driver-state
-                         * cache could not answer): nothing was done to the container yet, and
-                         * gpu-cli, which can load them, configures it and fills the cache. */
-                        gh_debug("%s; running gpu-cli configure", (*err)->msg);
-                        gh_error_free(err);
-                        gh_hooklog_add(log, "configure.static", t.total_us);
-                        r = configure_exec(o, cfg, &req, &state, &spec, log, err);
-                } else {
-                        gh_hooklog_phase(log, "configure");
-                        log_inprocess_parts(log, &t);
-                        if (r == 0)
-                                gh_debug("configure done in %ld us (%zu items, %s)", t.total_us, t.items,
-                                         gh_gpus_origin_name(t.gpus_origin));
-                }
+                gh_hooklog_phase(log, "configure");
+                log_inprocess_parts(log, &t);
+                if (r == 0)
+                        gh_debug("configure done in %ld us (%zu items, %s)", t.total_us, t.items,
+                                 gh_gpus_origin_name(t.gpus_origin));
         }
         if (r == 0) {
                 log->result = "configured";

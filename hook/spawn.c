@@ -1,7 +1,6 @@
-/* Running `gpu-cli configure` from the hook: when the configuration asks for it ("cli": {"exec":
- * true}, with "path" the program), for a site that wraps gpu-cli or to compare; and when a static
- * gpu-hook meets a start that needs NVML or libcuda (main.c).  Otherwise the hook configures in its
- * own process (configure.c), which saves this process start. */
+/* Running `gpu-cli configure` from the hook, when the configuration asks for it ("cli": {"exec":
+ * true}, with "path" the program): for a site that wraps gpu-cli, or to compare.  By default the hook
+ * configures in its own process (configure.c), which saves this process start. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -22,9 +21,7 @@
 #include "hook.h"
 #include "mps.h"
 
-/* "cli.path", except when that is the built-in default and not there: then the gpu-cli beside this
- * program (a build tree, or a kit copied to a machine as one folder). */
-static const char *cli_path(const struct gh_config *cfg, char *buf, size_t size)
+const char *gh_hook_cli_path(const struct gh_config *cfg, char *buf, size_t size)
 {
         char self[PATH_MAX];
         ssize_t n;
@@ -52,7 +49,7 @@ char **gh_hook_configure_argv(const struct gh_config *cfg, const struct gh_reque
 
         if (debug == NULL)
                 debug = cfg->cli.debug;
-        if (gh_argv_add(&v, &n, err, "%s", cli_path(cfg, beside, sizeof(beside))) < 0 ||
+        if (gh_argv_add(&v, &n, err, "%s", gh_hook_cli_path(cfg, beside, sizeof(beside))) < 0 ||
             gh_argv_add(&v, &n, err, "--root=%s", cfg->cli.root) < 0 ||
             (cfg->cli.ldcache && gh_argv_add(&v, &n, err, "--ldcache=%s", cfg->cli.ldcache) < 0) ||
             (debug && (gh_argv_add(&v, &n, err, "--debug=%s", debug) < 0 ||

@@ -12,7 +12,6 @@
 #include "log.h"
 #include "require.h"
 #include "rootfs.h"
-#include "service.h"
 
 static long now_us(void)
 {
@@ -155,7 +154,6 @@ int gh_discover(const char *driver_root, const char *ldcache, const char *path, 
                 struct gh_discovery *out, gh_error_t *err)
 {
         struct gh_driver_opts dopts;
-        bool gpus_first;
         long t0;
 
         *out = (struct gh_discovery) GH_DISCOVERY_INIT;
@@ -163,26 +161,14 @@ int gh_discover(const char *driver_root, const char *ldcache, const char *path, 
         if (out->droot < 0)
                 return -1;
         gh_plan_driver_opts(req, ldcache, path, &dopts);
-        /* A program that loads no driver library (a static gpu-hook) asks for the GPUs first when
-         * they may need NVML or libcuda: should the driver-state cache not answer, it learns so
-         * (ELIBACC) before the driver files are looked at, and hands the start on sooner. */
-        gpus_first = !gh_service_can_load() &&
-                     (req->nrequirements > 0 || (gh_request_wants_gpus(req) && names_mig(&req->devices)));
-        if (gpus_first) {
-                t0 = now_us();
-                if (gh_plan_load_gpus(out->droot, req, &out->gpus, err) < 0)
-                        goto fail;
-                out->gpus_us = now_us() - t0;
-        }
         t0 = now_us();
         if (gh_driver_discover(out->droot, &dopts, &out->drv, err) < 0)
                 goto fail;
         gh_debug("discover: driver files %ld us", now_us() - t0);
         t0 = now_us();
-        if (!gpus_first && gh_plan_load_gpus(out->droot, req, &out->gpus, err) < 0)
+        if (gh_plan_load_gpus(out->droot, req, &out->gpus, err) < 0)
                 goto fail;
-        if (!gpus_first)
-                out->gpus_us = now_us() - t0;
+        out->gpus_us = now_us() - t0;
         gh_debug("discover: GPUs %ld us (%zu, %s)", out->gpus_us, out->gpus.n, gh_gpus_origin_name(out->gpus.origin));
         return 0;
 fail:

@@ -123,8 +123,7 @@ static int sandbox(int rootfd, int sock, uid_t uid, gid_t gid, pid_t parent, cha
         return 0;
 }
 
-static __attribute__((noreturn)) void child_main(int rootfd, int sock, uid_t uid, gid_t gid, pid_t parent, bool cuda,
-                                                 const char *cuda_lib)
+void gh_service_child(int rootfd, int sock, uid_t uid, gid_t gid, pid_t parent, bool cuda, const char *cuda_lib)
 {
         char why[256] = "";
 
@@ -188,6 +187,47 @@ static void stop_child(pid_t pid, bool failed, gh_error_t *err)
                 ;
 }
 
+static const char *helper; /* gh_service_set_helper */
+
+void gh_service_set_helper(const char *path) { helper = path; }
+
+/* The child's half in the helper program (a static parent): its descriptors kept across exec, the
+ * same arguments on its command line.  Only on failure does this return to the caller, who then
+ * answers the parent with the reason. */
+static void exec_helper(int rootfd, int sock, uid_t uid, gid_t gid, pid_t parent, bool cuda, const char *cuda_lib,
+                        char *why, size_t size)
+{
+        char a[5][64], *lib = NULL;
+        char *argv[10];
+        char *envp[] = { (char *) "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+        int n = 0;
+
+        if (fcntl(rootfd, F_SETFD, 0) < 0 || fcntl(sock, F_SETFD, 0) < 0) {
+                snprintf(why, size, "handing the driver service to %s: %m", helper);
+                return;
+        }
+        snprintf(a[0], sizeof(a[0]), "--root-fd=%d", rootfd);
+        snprintf(a[1], sizeof(a[1]), "--socket-fd=%d", sock);
+        snprintf(a[2], sizeof(a[2]), "--uid=%u", (unsigned) uid);
+        snprintf(a[3], sizeof(a[3]), "--gid=%u", (unsigned) gid);
+        snprintf(a[4], sizeof(a[4]), "--parent=%d", (int) parent);
+        argv[n++] = (char *) "gpu-cli";
+        argv[n++] = (char *) "driver-service";
+        for (int i = 0; i < 5; i++)
+                argv[n++] = a[i];
+        if (cuda) {
+                if (asprintf(&lib, "--cuda=%s", cuda_lib ? cuda_lib : "") < 0) {
+                        snprintf(why, size, "handing the driver service to %s: out of memory", helper);
+                        return;
+                }
+                argv[n++] = lib;
+        }
+        argv[n] = NULL;
+        execve(helper, argv, envp);
+        snprintf(why, size, "running %s for the driver service: %m; check \"cli.path\"", helper);
+        free(lib);
+}
+
 bool gh_service_can_load(void)
 {
         static int known = -1;
@@ -213,7 +253,7 @@ static int with_service(int rootfd, const struct gh_gpus_opts *opts, bool cuda, 
         int sv[2], r;
         pid_t parent = getpid(), pid;
 
-        if (!gh_service_can_load())
+        if (!gh_service_can_load() && helper == NULL)
                 return gh_err(
                         err, ELIBACC,
                         "%s: this program is linked statically and loads no driver library; run gpu-cli, which can",
@@ -228,7 +268,16 @@ static int with_service(int rootfd, const struct gh_gpus_opts *opts, bool cuda, 
                 return gh_err(err, errno, "starting the NVML service: fork");
         if (pid == 0) {
                 close(ours);
-                child_main(rootfd, theirs, uid, gid, parent, cuda, cuda_lib);
+                if (!gh_service_can_load()) {
+                        /* A static program cannot dlopen the driver: the helper (gpu-cli) runs the
+                         * child's part, sandbox included, from its first instruction. */
+                        char why[256] = "";
+                        exec_helper(rootfd, theirs, uid, gid, parent, cuda, cuda_lib, why, sizeof(why));
+                        gh_rpc_set_setup_error(why);
+                        gh_rpc_serve(theirs);
+                        _exit(0);
+                }
+                gh_service_child(rootfd, theirs, uid, gid, parent, cuda, cuda_lib);
         }
         close(TAKE_FD(theirs));
         gh_debug("%s service: pid %d, uid %u, gid %u", cuda ? "libcuda" : "NVML", (int) pid, (unsigned) uid,

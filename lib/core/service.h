@@ -24,9 +24,17 @@ int gh_service_cuda_version(int rootfd, const struct gh_gpus_opts *opts, const c
                             gh_error_t *err);
 
 /* False in a program without a dynamic loader (a static PIE: gpu-hook, nvidia-cdi-hook): its dlopen
- * would need the very glibc it was linked with, not the host's, so the two calls above refuse at
- * once, with code ELIBACC and nothing started, and the caller asks gpu-cli instead. */
+ * would need the very glibc it was linked with, not the host's.  There the child execs the helper
+ * set below (gpu-cli, whose hidden command driver-service calls gh_service_child) right after fork;
+ * with no helper set the two calls above refuse at once, with code ELIBACC and nothing started. */
 bool gh_service_can_load(void);
+/* path: a program run as `PATH driver-service --root-fd=N --socket-fd=N --uid=U --gid=G
+ * --parent=PID [--cuda=LIB]`, with only PATH in its environment; the string must outlive its use. */
+void gh_service_set_helper(const char *path);
+/* The child's part: sandbox, load NVML (or libcuda when cuda; cuda_lib "" or NULL: by SONAME) and
+ * answer on sock until EOF.  rootfd: the driver root; parent: the process that must stay alive. */
+__attribute__((noreturn)) void gh_service_child(int rootfd, int sock, uid_t uid, gid_t gid, pid_t parent, bool cuda,
+                                                const char *cuda_lib);
 
 /* Parses --user: "UID", "UID:GID" (numbers only; a name would need the host's NSS, which runs
  * code from outside our control).  GID defaults to UID. */

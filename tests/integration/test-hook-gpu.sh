@@ -95,20 +95,28 @@ run_case req createRuntime runc NVIDIA_VISIBLE_DEVICES=0 "NVIDIA_REQUIRE_CUDA=cu
 t_not "NVIDIA_REQUIRE_CUDA=cuda>=99.0: the start is aborted" test "$RUN_RC" -eq 0
 t_match "$RUN_STDERR" 'cuda>=99\.0.*update' "the error names the requirement and says to update the driver"
 
-# A start that needs libcuda or NVML (a cuda requirement, and no driver-state cache here): a static
-# gpu-hook loads no driver library, so it has gpu-cli configure the container; a dynamic one does it
-# in its own process.  Either way the container gets its GPU and the requirement is checked.
+# A start that needs libcuda or NVML (a cuda requirement, and no driver-state cache here).  A static
+# gpu-hook loads no driver library: its driver service child execs `gpu-cli driver-service`
+# ("cli.path"), which sandboxes itself and loads libcuda; the hook still configures the container in
+# its own process.  A dynamic build's child loads it without the exec.
 STATIC_HOOK=1
 readelf -lW "$GPU_HOOK" 2>/dev/null | grep -q 'program interpreter' && STATIC_HOOK=0
 hook_line() { grep '"result":"configured"' "$T/hook.log" | tail -n 1; }
 run_case reqok createRuntime runc NVIDIA_VISIBLE_DEVICES=0 "NVIDIA_REQUIRE_CUDA=cuda>=11.0"
 t_is "$RUN_RC" 0 "NVIDIA_REQUIRE_CUDA=cuda>=11.0, no cache: container ran" || t_diag "$RUN_STDERR"
 t_is "$(ngpus)" 1 "cuda>=11.0, no cache: one GPU"
+t_nomatch "$(hook_line)" 'configure\.exec' "cuda>=11.0, no cache: configured in gpu-hook's own process"
+t_match "$(hook_line)" '"configure\.gpus":[1-9][0-9]*' "... and the CUDA version was asked for (no cache)"
 if [ $STATIC_HOOK = 1 ]; then
-        t_match "$(hook_line)" '"configure\.static":[0-9]+.*"configure\.exec":-?[0-9]+' \
-                "static gpu-hook, libcuda needed: gpu-cli configure ran for it" || t_diag "$(hook_line)"
-else
-        t_nomatch "$(hook_line)" 'configure\.exec' "dynamic gpu-hook, libcuda needed: configured in its own process"
+        # The helper is what cli.path names: a path that is not there makes that start fail, saying so.
+        sed 's|"path": "[^"]*"|"path": "/nonexistent/gpu-cli"|' "$T/config-inproc.json" >"$T/config.json"
+        run_case nohelper createRuntime runc NVIDIA_VISIBLE_DEVICES=0 "NVIDIA_REQUIRE_CUDA=cuda>=11.0"
+        t_not "static gpu-hook, cli.path missing, libcuda needed: the start is refused" test "$RUN_RC" -eq 0
+        t_match "$RUN_STDERR" 'running /nonexistent/gpu-cli for the driver service.*cli\.path' \
+                "... naming the program and the key to fix" || t_diag "$RUN_STDERR"
+        run_case nohelper2 createRuntime runc NVIDIA_VISIBLE_DEVICES=0
+        t_is "$RUN_RC" 0 "static gpu-hook, cli.path missing, no requirement: needs no helper" || t_diag "$RUN_STDERR"
+        cp "$T/config-inproc.json" "$T/config.json"
 fi
 # With a driver-state cache, that first start fills it (the plan kept for this request); the next
 # start of the same request is configured in the hook's own process, static or not.
