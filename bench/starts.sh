@@ -43,12 +43,13 @@ declare -gA BS_LABEL=(
         [cdi-hm]="CDI spec --mounts=hook (cdi-hook makes the driver's mounts)"
         [cdi-runc]="CDI spec without its hook: runc's part alone (nodes, mounts, env)"
         [hook-base]="gpu-hook, all GPUs, the earlier build in GH_BENCH_BASE_HOOK"
+        [hook-base-cold]="gpu-hook + NVIDIA_REQUIRE_CUDA=$BENCH_REQ, cold cache, the earlier build"
 )
 BS_KINDS=(none truehook nongpu hook hook-req hook-cold cdi cdi-hm cdi-cli)
 # GH_BENCH_BASE_HOOK=FILE: one more kind, hook-base, the hook path with that gpu-hook (in-process
 # configure, so only the binary matters), in the same rounds: a change measured against what it
 # changes, on one lease.
-[ -n "${GH_BENCH_BASE_HOOK:-}" ] && BS_KINDS+=(hook-base)
+[ -n "${GH_BENCH_BASE_HOOK:-}" ] && BS_KINDS+=(hook-base hook-base-cold)
 
 bench_machine_info() {
         local cg=v1 gpu
@@ -76,7 +77,7 @@ _bs_fresh() {
         fi
         cp -a "$BS_TEMPLATE" "$T/bs-r-$1"
 }
-_bs_prep_cold() { _bs_fresh hook-cold && "$GPU_CLI" --state-file="$T/bs-state-cold/driver-state.json" cache clear; }
+_bs_prep_cold() { _bs_fresh "${1:-hook-cold}" && "$GPU_CLI" --state-file="$T/bs-state-cold/driver-state.json" cache clear; }
 
 # _bs_config KIND STATE_FILE: gpu-hook's configuration for KIND.
 _bs_config() {
@@ -114,14 +115,14 @@ bench_starts_prepare() {
                 make_bundle "$b" "$T/bs-r-$k" /bin/true || return 1
                 case $k in
                 truehook) bundle_add_hook "$b" createRuntime /bin/true ;;
-                nongpu | hook | hook-req | hook-cold | hook-base)
-                        _bs_config "$k" "$T/bs-state-$([ $k = hook-cold ] && echo cold || echo warm)/driver-state.json"
-                        bundle_add_hook "$b" createRuntime "$([ $k = hook-base ] && echo "$GH_BENCH_BASE_HOOK" || echo "$GPU_HOOK")" \
+                nongpu | hook | hook-req | hook-cold | hook-base | hook-base-cold)
+                        _bs_config "$k" "$T/bs-state-$(case $k in *cold) echo cold ;; *) echo warm ;; esac)/driver-state.json"
+                        bundle_add_hook "$b" createRuntime "$(case $k in hook-base*) echo "$GH_BENCH_BASE_HOOK" ;; *) echo "$GPU_HOOK" ;; esac)" \
                                 "--config=$T/bs-$k.json" createRuntime ;;
                 esac
                 case $k in
                 hook | hook-base) bundle_set_env "$b" "${gpu_env[@]}" ;;
-                hook-req | hook-cold) bundle_set_env "$b" "${gpu_env[@]}" "NVIDIA_REQUIRE_CUDA=$BENCH_REQ" ;;
+                hook-req | hook-cold | hook-base-cold) bundle_set_env "$b" "${gpu_env[@]}" "NVIDIA_REQUIRE_CUDA=$BENCH_REQ" ;;
                 cdi | cdi-runc | cdi-hm | cdi-cli)
                         local gen=("$GPU_CLI" "--root=$BS_ROOT") spec=$BS_SPEC extra=() log=cdi
                         [ -n "$BS_LDCACHE" ] && gen+=("--ldcache=$BS_LDCACHE")
@@ -136,8 +137,8 @@ bench_starts_prepare() {
                                 [ $k = cdi-runc ] && bundle_edit "$b" 'c.get("hooks", {}).pop("createContainer", None)'
                         fi ;;
                 esac
-                if [ $k = hook-cold ]; then
-                        bench_kind "$k" "$b" _bs_prep_cold
+                if [ $k = hook-cold ] || [ $k = hook-base-cold ]; then
+                        bench_kind "$k" "$b" "_bs_prep_cold $k"
                 else
                         bench_kind "$k" "$b" "_bs_fresh $k"
                 fi
