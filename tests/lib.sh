@@ -172,6 +172,25 @@ t_need_cmd() {
 
 have_cmd() { command -v "$1" >/dev/null 2>&1; }
 
+# elf_linkage FILE: "static" (an ELF program with no PT_INTERP: no dynamic loader), "dynamic", or
+# "not ELF".  Read by hand, so that it needs neither file(1) nor binutils (the engine bed has neither).
+elf_linkage() {
+        "$GH_PYTHON" - "$1" <<'PY'
+import struct, sys
+try:
+    b = open(sys.argv[1], "rb").read(65536)
+except OSError:
+    b = b""
+if b[:4] != b"\x7fELF" or b[4] != 2:
+    print("not ELF"); sys.exit(0)
+e = "<" if b[5] == 1 else ">"
+phoff, = struct.unpack_from(e + "Q", b, 32)
+phentsize, phnum = struct.unpack_from(e + "HH", b, 54)
+interp = any(struct.unpack_from(e + "I", b, phoff + i * phentsize)[0] == 3 for i in range(phnum))
+print("dynamic" if interp else "static")
+PY
+}
+
 # t_case_wanted NAME: false when GH_TEST_CASES (comma-separated shell patterns) is set and matches
 # none of NAME.  tests/mutation/run.sh sets it to run a fast subset of a big table of cases; unset
 # (CI, by hand), every case runs.

@@ -104,7 +104,7 @@ if [ ! -x "$(sed -n 's/^#define GPUHOOK_CDI_HOOK_PATH "\(.*\)"$/\1/p' "$GH_BUILD
         t_is "$(json_get "$T/spec-alone.json" '[h["path"] for h in s["containerEdits"]["hooks"]]')" "['$T/alone/gpu-cli']" \
                 "gpu-cli alone: the spec's hook is gpu-cli cdi-hook itself"
 fi
-t_match "$(file -L "$(dirname "$GPU_CLI")/gpu-cdi-hook")" 'static' "gpu-cdi-hook is a static program"
+t_is "$(elf_linkage "$(dirname "$GPU_CLI")/gpu-cdi-hook")" static "gpu-cdi-hook is a static program"
 t_match "$(json_get "$T/spec-default.json" '" ".join(s["containerEdits"]["hooks"][0]["args"])')" \
         '--link=libcuda\.so\.1::/usr/lib/x86_64-linux-gnu/libcuda\.so .*--library=libcuda\.so\.1::/usr/lib/x86_64-linux-gnu/libcuda\.so\.1 ' \
         "the hook creates the links and adds the libraries to the ld cache"

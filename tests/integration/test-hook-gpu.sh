@@ -99,8 +99,8 @@ t_match "$RUN_STDERR" 'cuda>=99\.0.*update' "the error names the requirement and
 # gpu-hook loads no driver library: its driver service child execs `gpu-cli driver-service`
 # ("cli.path"), which sandboxes itself and loads libcuda; the hook still configures the container in
 # its own process.  A dynamic build's child loads it without the exec.
-STATIC_HOOK=1
-readelf -lW "$GPU_HOOK" 2>/dev/null | grep -q 'program interpreter' && STATIC_HOOK=0
+STATIC_HOOK=0
+[ "$(elf_linkage "$GPU_HOOK")" = static ] && STATIC_HOOK=1
 hook_line() { grep '"result":"configured"' "$T/hook.log" | tail -n 1; }
 run_case reqok createRuntime runc NVIDIA_VISIBLE_DEVICES=0 "NVIDIA_REQUIRE_CUDA=cuda>=11.0"
 t_is "$RUN_RC" 0 "NVIDIA_REQUIRE_CUDA=cuda>=11.0, no cache: container ran" || t_diag "$RUN_STDERR"

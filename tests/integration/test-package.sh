@@ -32,9 +32,9 @@ t_match "$("$X/usr/bin/gpu-cli" --version 2>&1)" '^gpu-cli [0-9]' "gpu-cli --ver
 t_match "$("$X/usr/bin/gpu-hook" --version 2>&1)" '^gpu-hook [0-9]' "gpu-hook --version from the package"
 t_match "$("$X/usr/bin/gpu-runtime" --gpu-runtime-version 2>&1)" '^gpu-runtime [0-9]' "gpu-runtime starts from the package"
 # The two hooks every container start runs are static programs (no loader for LD_PRELOAD to reach).
-t_match "$(file -L "$X/usr/bin/gpu-hook")" 'static' "gpu-hook from the package is linked statically"
+t_is "$(elf_linkage "$X/usr/bin/gpu-hook")" static "gpu-hook from the package is linked statically"
 CDIHOOK=$(find "$X/usr" -name gpu-cdi-hook | head -n 1) # libexecdir: the distribution's choice
-t_match "$(file -L "${CDIHOOK:-/nonexistent}")" 'static' "gpu-cdi-hook (our CDI specs' hook) is there, static"
+t_is "$(elf_linkage "${CDIHOOK:-/nonexistent}")" static "gpu-cdi-hook (our CDI specs' hook) is there, static"
 t_match "$("${CDIHOOK:-false}" cdi-hook --help 2>&1)" '^Usage: gpu-cli .*cdi-hook' "gpu-cdi-hook answers as gpu-cli cdi-hook"
 t_match "$("$(dirname "${CDIHOOK:-/}")/nvidia-cdi-hook" --version 2>&1)" '^nvidia-cdi-hook version' "nvidia-cdi-hook beside it answers as NVIDIA's hook"
 for b in gpu-cli gpu-runtime; do
