@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "file.h"
 #include "config.h" /* the build's: GPUHOOK_CLI_PATH */
 
 int cli_self_path(char *buf, size_t size)
@@ -52,13 +53,8 @@ int cli_state_keep(int *fd)
 
 void cli_gpu_cli_path(char *buf, size_t size)
 {
-        char self[PATH_MAX];
-        char *slash;
-
-        if (cli_self_path(self, sizeof(self)) == 0 && (slash = strrchr(self, '/')) != NULL &&
-            snprintf(buf, size, "%.*s/gpu-cli", (int) (slash - self), self) < (int) size && access(buf, X_OK) == 0)
-                return;
-        snprintf(buf, size, "%s", GPUHOOK_CLI_PATH);
+        if (gh_beside_self("gpu-cli", buf, size) < 0)
+                snprintf(buf, size, "%s", GPUHOOK_CLI_PATH);
 }
 
 int cli_exec_gpu_cli(const char *cli, char *const *argv, int state)
@@ -72,16 +68,13 @@ int cli_exec_gpu_cli(const char *cli, char *const *argv, int state)
 int cli_cdi_hook_path(char *buf, size_t size)
 {
         char self[PATH_MAX];
-        char *slash;
 
-        if (cli_self_path(self, sizeof(self)) < 0)
-                return -1;
-        slash = strrchr(self, '/');
-        if (slash != NULL && snprintf(buf, size, "%.*s/gpu-cdi-hook", (int) (slash - self), self) < (int) size &&
-            access(buf, X_OK) == 0)
+        if (gh_beside_self("gpu-cdi-hook", buf, size) == 0)
                 return 0;
         if (snprintf(buf, size, "%s", GPUHOOK_CDI_HOOK_PATH) < (int) size && access(buf, X_OK) == 0)
                 return 0;
+        if (cli_self_path(self, sizeof(self)) < 0)
+                return -1;
         if (snprintf(buf, size, "%s", self) >= (int) size)
                 return errno = ENAMETOOLONG, -1;
         return 0;

@@ -23,19 +23,8 @@
 
 const char *gh_hook_cli_path(const struct gh_config *cfg, char *buf, size_t size)
 {
-        char self[PATH_MAX];
-        ssize_t n;
-        char *slash;
-
-        if (strcmp(cfg->cli.path, GPUHOOK_CLI_PATH) != 0 || access(cfg->cli.path, X_OK) == 0)
-                return cfg->cli.path;
-        n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        if (n <= 0)
-                return cfg->cli.path;
-        self[n] = '\0';
-        slash = strrchr(self, '/');
-        if (slash == NULL || snprintf(buf, size, "%.*s/gpu-cli", (int) (slash - self), self) >= (int) size ||
-            access(buf, X_OK) < 0)
+        if (strcmp(cfg->cli.path, GPUHOOK_CLI_PATH) != 0 || access(cfg->cli.path, X_OK) == 0 ||
+            gh_beside_self("gpu-cli", buf, size) < 0)
                 return cfg->cli.path;
         return buf;
 }

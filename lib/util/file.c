@@ -171,3 +171,18 @@ int gh_write_temp_writer(const char *name, pid_t *pid)
         digits[n] = '\0';
         return gh_parse_pid(digits, pid);
 }
+
+int gh_beside_self(const char *name, char *buf, size_t size)
+{
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        char *slash;
+
+        if (n <= 0)
+                return -1;
+        self[n] = '\0';
+        slash = strrchr(self, '/');
+        if (slash == NULL || snprintf(buf, size, "%.*s/%s", (int) (slash - self), self, name) >= (int) size)
+                return -1;
+        return access(buf, X_OK) == 0 ? 0 : -1;
+}

@@ -48,4 +48,8 @@ int gh_mkdir_p_trusted(int dirfd, const char *path, mode_t mode, gh_error_t *err
 /* write(2) until all of it is written (retries EINTR and short writes); -1 with errno. */
 int gh_write_all(int fd, const void *data, size_t len);
 
+/* The executable NAME in the running program's own directory (/proc/self/exe's): 0 with its path in
+ * buf, -1 when there is none (or it is not executable, or buf is too small). */
+int gh_beside_self(const char *name, char *buf, size_t size);
+
 #endif

@@ -128,5 +128,17 @@ int main(void)
         ok(gh_write_temp_writer(".abc.1234.0badf0", &pid) < 0 && gh_write_temp_writer(".abc.1234.0BADF00D", &pid) < 0,
            "a suffix that is not the writer's (8 lower-case hex digits)");
         sh("rm -rf '%s'", T);
+        /* gh_beside_self: a program in this test's own directory (the build tree's tests/unit). */
+        {
+                char self[4096], buf[4096], *slash;
+                ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+                ok(n > 0, "this test's own path");
+                self[n > 0 ? n : 0] = '\0';
+                slash = strrchr(self, '/');
+                ok(slash && gh_beside_self(slash + 1, buf, sizeof(buf)) == 0 && strcmp(buf, self) == 0,
+                   "beside self: this program is found by its name (%s)", buf);
+                ok(gh_beside_self("no-such-program", buf, sizeof(buf)) < 0, "beside self: a name not there is -1");
+                ok(gh_beside_self(slash ? slash + 1 : "x", buf, 8) < 0, "beside self: a buffer too small is -1");
+        }
         return tap_done();
 }
