@@ -7,7 +7,7 @@
 # is in the build directory, written here under the same lock the tests take).  Rows:
 #   - the wrapper alone: `/bin/true create --bundle B ID` vs `gpu-runtime create ...` execing
 #     /bin/true, for a non-GPU bundle (read, decide, exec: the target is <= 1 ms) and a GPU bundle
-#     (+ device lookup, rewrite of config.json);
+#     (+ device lookup, rewrite of config.json), without and with a driver-state cache;
 #   - whole starts: `runc run` of a /bin/true bundle directly (the baseline) and through gpu-runtime.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,7 +41,11 @@ plain_med=$BENCH_LAST_MEDIAN
 # A fresh copy of the GPU bundle each time: otherwise the second run finds the hook already there.
 gpu_create() { cp "$T/gpu.json" "$T/gpu/config.json" && "$RT" create --bundle "$T/gpu" id; }
 bench_measure "cp config.json (the next row's share)" cmd cp "$T/gpu.json" "$T/gpu/config.json"
-bench_measure "cp + gpu-runtime create, GPU container (2 fake GPUs)" cmd gpu_create
+bench_measure "cp + gpu-runtime create, GPU container (2 fake GPUs), no driver-state cache" cmd gpu_create
+# With a driver-state cache ("state-file": the fake driver root has none by default; the host's
+# driver has /run/gpu-hook/driver-state.json), the plan kept by the first create is used after it.
+engine_write_config "{\"runtime\": {\"runtimes\": [\"/bin/true\"]}, \"cli\": {\"state-file\": \"$T/state.json\"}}"
+bench_measure "cp + gpu-runtime create, GPU container (2 fake GPUs), plan kept in the cache" cmd gpu_create
 
 engine_write_config "{$(engine_runtime_json)}"
 BENCH_RUNS=${GH_BENCH_RUNS_RUNC:-15}

@@ -9,7 +9,6 @@
  * libcuda, the driver service child it forks execs `gpu-cli driver-service` ("cli.path"), which
  * sandboxes itself and loads them, as the child of a dynamic program does without the exec. */
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +16,6 @@
 #include "configure.h"
 #include "hook.h"
 #include "log.h"
-#include "service.h"
-#include "statecache.h"
 
 int gh_hook_configure(const struct gh_config *cfg, struct gh_request *req, pid_t pid, const char *rootfs,
                       bool debug_open, struct gh_configure_timings *t, gh_error_t *err)
@@ -27,24 +24,8 @@ int gh_hook_configure(const struct gh_config *cfg, struct gh_request *req, pid_t
                 .pid = pid, .rootfs = rootfs, .root = cfg->cli.root, .ldcache = cfg->cli.ldcache, .req = req
         };
 
-        static char helper[PATH_MAX];
-
         memset(t, 0, sizeof(*t));
-        if (!gh_service_can_load()) {
-                const char *cli = gh_hook_cli_path(cfg, helper, sizeof(helper));
-                if (cli != helper)
-                        snprintf(helper, sizeof(helper), "%s", cli);
-                gh_service_set_helper(helper);
-        }
-        /* gpu-cli's rule: the default cache belongs to the host's driver; another driver root has one
-         * only when "state-file" names it; "no-cache" has none. */
-        if (cfg->cli.no_cache)
-                req->state_file = NULL;
-        else if (cfg->cli.state_file != NULL)
-                req->state_file = cfg->cli.state_file;
-        else if (strcmp(cfg->cli.root, "/") == 0)
-                req->state_file = GH_STATECACHE_DEFAULT;
-        req->cache = req->state_file != NULL ? &gh_statecache : NULL;
+        gh_config_request_setup(cfg, req);
         /* "cli.debug" is gpu-cli's debug file; here it is ours, unless --debug already opened one. */
         if (!debug_open && cfg->cli.debug != NULL && gh_log_open(cfg->cli.debug, true) < 0)
                 return gh_err(

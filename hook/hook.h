@@ -19,14 +19,11 @@
 #define GH_HOOK_TIMINGS_FD 3
 
 /* Configures the container (pid, rootfs) for req in this process (configure.c): req gets the
- * driver-state cache the configuration names, the environment becomes GH_HOOK_CHILD_PATH alone, and
- * "cli.debug" is opened unless debug_open (--debug was).  Returns gh_configure()'s result. */
+ * driver-state cache the configuration names and the driver service's helper
+ * (gh_config_request_setup), the environment becomes GH_HOOK_CHILD_PATH alone, and "cli.debug" is
+ * opened unless debug_open (--debug was).  Returns gh_configure()'s result. */
 int gh_hook_configure(const struct gh_config *cfg, struct gh_request *req, pid_t pid, const char *rootfs,
                       bool debug_open, struct gh_configure_timings *t, gh_error_t *err);
-
-/* "cli.path", except when that is the built-in default and not there: then the gpu-cli beside this
- * program (a build tree, or a kit copied to a machine as one folder).  buf may hold the answer. */
-const char *gh_hook_cli_path(const struct gh_config *cfg, char *buf, size_t size);
 
 /* Builds the `gpu-cli ... configure --pid=PID <request> ROOTFS` argv (NULL-terminated; free with
  * gh_strvfreep).  debug overrides cfg->cli.debug when not NULL; timings adds

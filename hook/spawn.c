@@ -16,18 +16,9 @@
 #include <unistd.h>
 
 #include "cleanup.h"
-#include "config.h" /* the build's: GPUHOOK_CLI_PATH */
 #include "file.h"
 #include "hook.h"
 #include "mps.h"
-
-const char *gh_hook_cli_path(const struct gh_config *cfg, char *buf, size_t size)
-{
-        if (strcmp(cfg->cli.path, GPUHOOK_CLI_PATH) != 0 || access(cfg->cli.path, X_OK) == 0 ||
-            gh_beside_self("gpu-cli", buf, size) < 0)
-                return cfg->cli.path;
-        return buf;
-}
 
 char **gh_hook_configure_argv(const struct gh_config *cfg, const struct gh_request *req, pid_t pid, const char *rootfs,
                               const char *debug, bool timings, gh_error_t *err)
@@ -38,7 +29,7 @@ char **gh_hook_configure_argv(const struct gh_config *cfg, const struct gh_reque
 
         if (debug == NULL)
                 debug = cfg->cli.debug;
-        if (gh_argv_add(&v, &n, err, "%s", gh_hook_cli_path(cfg, beside, sizeof(beside))) < 0 ||
+        if (gh_argv_add(&v, &n, err, "%s", gh_config_cli_path(cfg, beside, sizeof(beside))) < 0 ||
             gh_argv_add(&v, &n, err, "--root=%s", cfg->cli.root) < 0 ||
             (cfg->cli.ldcache && gh_argv_add(&v, &n, err, "--ldcache=%s", cfg->cli.ldcache) < 0) ||
             (debug && (gh_argv_add(&v, &n, err, "--debug=%s", debug) < 0 ||

@@ -18,13 +18,12 @@
 #include "readfile.h"
 #include "runtime.h"
 
-/* The document to edit (jansson) and, from the same bytes, what the hook reads of it (oci.h). */
-static int read_spec(int dirfd, const char *bundle, struct stat *st, json_t **out, struct gh_oci_spec *parsed,
-                     gh_error_t *err)
+/* What the hook reads of config.json (oci.h), and the bytes, for the document to edit
+ * (edit_spec) once it is known to be a GPU container's. */
+static int read_spec(int dirfd, const char *bundle, struct stat *st, char **buf, size_t *len,
+                     struct gh_oci_spec *parsed, gh_error_t *err)
 {
         _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *buf = NULL;
-        size_t len;
 
         fd = openat(dirfd, "config.json", O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0 && errno == ELOOP)
@@ -36,12 +35,9 @@ static int read_spec(int dirfd, const char *bundle, struct stat *st, json_t **ou
                 return gh_err(err, errno, "reading %s/config.json", bundle);
         if (!S_ISREG(st->st_mode))
                 return gh_err(err, 0, "%s/config.json is not a regular file", bundle);
-        if (gh_read_bounded(fd, GH_OCI_CONFIG_MAX, &buf, &len, "the bundle's config.json", err) < 0)
+        if (gh_read_bounded(fd, GH_OCI_CONFIG_MAX, buf, len, "the bundle's config.json", err) < 0)
                 return -1;
-        if (gh_oci_spec_parse(buf, len, bundle, parsed, err) < 0)
-                return -1;
-        *out = gh_json_parse(buf, len, "the bundle's config.json", err);
-        return *out ? 0 : -1;
+        return gh_oci_spec_parse(*buf, *len, bundle, parsed, err);
 }
 
 /* The same mode and owner as the original; atomic (the real runtime reads it next); no fsync: the
@@ -62,7 +58,8 @@ int gh_rt_prepare_bundle(const char *bundle, const struct gh_config *cfg, const 
 {
         _cleanup_close_ int dirfd = -1;
         _cleanup_json_ json_t *spec = NULL;
-        _cleanup_free_ char *cwd = NULL;
+        _cleanup_free_ char *cwd = NULL, *buf = NULL;
+        size_t len = 0;
         struct gh_oci_spec parsed = { 0 };
         struct gh_env_decision d = { 0 };
         struct gh_rt_devices devs = { 0 };
@@ -76,7 +73,7 @@ int gh_rt_prepare_bundle(const char *bundle, const struct gh_config *cfg, const 
         dirfd = open(bundle, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dirfd < 0)
                 return gh_err(err, errno, "opening the bundle directory %s", bundle);
-        if (read_spec(dirfd, bundle, &st, &spec, &parsed, err) < 0)
+        if (read_spec(dirfd, bundle, &st, &buf, &len, &parsed, err) < 0)
                 goto out;
         if (gh_env_decide(&parsed, cfg, &d, err) < 0)
                 goto out;
@@ -84,8 +81,11 @@ int gh_rt_prepare_bundle(const char *bundle, const struct gh_config *cfg, const 
                 r = 0;
                 goto out;
         }
-        if (gh_rt_devices_for(cfg, &d, &devs, err) < 0 || gh_rt_spec_add_gpu(spec, cfg, config_path, &devs, err) < 0 ||
-            write_spec(dirfd, bundle, spec, err) < 0)
+        /* The whole document, to edit, only for a GPU container: every other container pays for
+         * the hook's reader alone. */
+        spec = gh_json_parse(buf, len, "the bundle's config.json", err);
+        if (spec == NULL || gh_rt_devices_for(cfg, &d, &devs, err) < 0 ||
+            gh_rt_spec_add_gpu(spec, cfg, config_path, &devs, err) < 0 || write_spec(dirfd, bundle, spec, err) < 0)
                 goto out;
         r = 0;
 out:

@@ -4,7 +4,9 @@
  * the host's node over the one the runtime created).
  *
  * Requirements are left out of the runtime's request: they do not change the nodes, checking them
- * may need NVML, and the hook checks them anyway when the container is created. */
+ * may need NVML, and the hook checks them anyway when the container is created.  The request gets
+ * the configuration's driver-state cache, so that after the first start of a request on a driver
+ * the plan is the one kept then (discover.h) and nothing is discovered again. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,12 +28,13 @@ int gh_rt_devices_for(const struct gh_config *cfg, const struct gh_env_decision 
         memset(out, 0, sizeof(*out));
         if (gh_env_request(cfg, d, &req, err) < 0 || gh_layout_named("debian", &layout, err) < 0)
                 return -1;
+        gh_config_request_setup(cfg, &req);
         for (size_t i = 0; i < req.nrequirements; i++)
                 free(req.requirements[i]);
         if (req.requirements != NULL)
                 req.requirements[0] = NULL;
         req.nrequirements = 0;
-        if (gh_plan_for_root(cfg->cli.root, cfg->cli.ldcache, NULL, &req, &layout, &plan, err) < 0)
+        if (gh_plan_for_root_kept(cfg->cli.root, cfg->cli.ldcache, NULL, &req, &layout, true, &plan, err) < 0)
                 return -1;
         out->v = calloc(plan.n + 1, sizeof(*out->v));
         if (out->v == NULL) {

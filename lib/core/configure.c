@@ -49,7 +49,6 @@ static int kept_plan(const struct gh_configure_opts *o, int droot, struct gh_ns 
         const struct gh_request *req = o->req;
         _cleanup_driver_fp_ struct gh_driver_fp fp = { 0 };
         _cleanup_error_ gh_error_t e = NULL;
-        _cleanup_free_ char *text = NULL;
 
         *key = *fp_text = NULL;
         if (gh_driver_fingerprint(droot, NULL, &fp, &e) < 0)
@@ -63,24 +62,11 @@ static int kept_plan(const struct gh_configure_opts *o, int droot, struct gh_ns 
                 }
         }
         gh_layout_detect(ns->host_rootfs, layout);
-        *key = gh_plan_cache_key(droot, o->root, o->ldcache, o->path, req, layout);
-        if (*key == NULL)
-                return 0;
         *fp_text = steal_pointer(&fp.text);
-        if (req->cache->plan_lookup(req->state_file, *key, *fp_text, &text) != 1)
-                return 0;
         /* Bound device nodes are checked as they are opened (gh_plan_open_sources: a node that is
          * gone or changed makes gh_configure build the plan anew); nodes made with mknod are
-         * opened by nobody, so they are checked here. */
-        if (gh_plan_from_text(text, strlen(text), plan, &e) < 0 ||
-            (plan->no_devbind && gh_plan_check_devices(plan, droot, &e) < 0)) {
-                gh_debug("plan: the kept one is refused (%s); building it", e->msg);
-                gh_plan_free(plan);
-                memset(plan, 0, sizeof(*plan));
-                return 0;
-        }
-        gh_debug("plan: kept one (%zu items)", plan->n);
-        return 1;
+         * opened by nobody, so gh_plan_cache_find checks those. */
+        return gh_plan_cache_find(droot, o->root, o->ldcache, o->path, req, layout, *fp_text, false, plan, key);
 }
 
 /* Discovery (the one path, discover.h), the container's namespaces (unless kept_plan opened them)
@@ -151,14 +137,8 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
                 /* Discover: everything here reads the driver root only; the same path as list and CDI. */
                 if (build_plan(o, &d, &ns, &layout, &plan, t, t0, &t1, err) < 0)
                         goto out;
-                /* Kept for the next start of this request (not a plan that joins an MPS group: its
-                 * directories come and go with the group). */
-                if (plan_key != NULL && plan_fp != NULL && !plan.mps_group) {
-                        _cleanup_free_ char *text = gh_plan_to_text(&plan);
-                        _cleanup_error_ gh_error_t e = NULL;
-                        if (text == NULL || req->cache->plan_save(req->state_file, plan_key, plan_fp, text, &e) < 0)
-                                gh_debug("plan: not kept: %s", e ? e->msg : "out of memory");
-                }
+                /* Kept for the next start of this request. */
+                gh_plan_cache_keep(req, plan_key, plan_fp, &plan);
         }
         /* The image's part (CUDA forward compatibility), decided for this image whether the plan was
          * kept or built: a kept plan is keyed by the request and layout, not by the image.  The image

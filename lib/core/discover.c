@@ -9,7 +9,9 @@
 
 #include "cleanup.h"
 #include "discover.h"
+#include "fingerprint.h"
 #include "log.h"
+#include "plancache.h"
 #include "require.h"
 #include "rootfs.h"
 
@@ -186,16 +188,49 @@ void gh_discovery_free(struct gh_discovery *d)
         *d = (struct gh_discovery) GH_DISCOVERY_INIT;
 }
 
+/* The plan kept for this request (plancache.h) when req has a cache that keeps plans: 1 with *out
+ * filled, 0 on a miss (with *key and *fp_text set when the plan built next can be kept).  Every
+ * device node of a kept plan is checked against the root: the callers of gh_plan_for_root open no
+ * source, and what they list (gpu-runtime: the nodes the runtime creates) must be the root's. */
+static int plan_kept(const char *driver_root, const char *ldcache, const char *path, const struct gh_request *req,
+                     const struct gh_layout *layout, struct gh_plan *out, char **key, char **fp_text)
+{
+        _cleanup_driver_fp_ struct gh_driver_fp fp = { 0 };
+        _cleanup_error_ gh_error_t e = NULL;
+        _cleanup_close_ int droot = -1;
+
+        *key = *fp_text = NULL;
+        if (req->cache == NULL || req->cache->plan_lookup == NULL || req->cache->plan_save == NULL ||
+            req->state_file == NULL)
+                return 0;
+        droot = gh_driver_root_open(driver_root, &e);
+        if (droot < 0 || gh_driver_fingerprint(droot, NULL, &fp, &e) < 0)
+                return 0; /* discovery says why in its words */
+        *fp_text = steal_pointer(&fp.text);
+        return gh_plan_cache_find(droot, driver_root, ldcache, path, req, layout, *fp_text, true, out, key);
+}
+
 int gh_plan_for_root(const char *driver_root, const char *ldcache, const char *path, const struct gh_request *req,
                      const struct gh_layout *layout, struct gh_plan *out, gh_error_t *err)
 {
+        return gh_plan_for_root_kept(driver_root, ldcache, path, req, layout, false, out, err);
+}
+
+int gh_plan_for_root_kept(const char *driver_root, const char *ldcache, const char *path, const struct gh_request *req,
+                          const struct gh_layout *layout, bool keep, struct gh_plan *out, gh_error_t *err)
+{
+        _cleanup_free_ char *key = NULL, *fp_text = NULL;
         struct gh_discovery d;
         int r;
 
         memset(out, 0, sizeof(*out));
+        if (keep && plan_kept(driver_root, ldcache, path, req, layout, out, &key, &fp_text) == 1)
+                return 0;
         if (gh_discover(driver_root, ldcache, path, req, &d, err) < 0)
                 return -1;
         r = gh_plan_build(d.droot, d.drv, &d.gpus, req, layout, out, err);
         gh_discovery_free(&d);
+        if (r == 0)
+                gh_plan_cache_keep(req, key, fp_text, out);
         return r;
 }

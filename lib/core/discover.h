@@ -6,6 +6,7 @@
  *   gh_discover()          the root, its driver's files and the GPUs the request needs to know
  *                          about (NVML only when it must)
  *   gh_plan_for_root()     gh_discover(), then gh_plan_build() (plan.h) for a given layout;
+ *                          gh_plan_for_root_kept() may take the plan kept in the driver-state cache;
  *                          configure builds from gh_discover() itself, once it has opened the
  *                          container and detected the layout from its rootfs */
 #ifndef GH_DISCOVER_H
@@ -58,5 +59,13 @@ void gh_plan_driver_opts(const struct gh_request *req, const char *ldcache, cons
  * has no driver (or does not exist). */
 int gh_plan_for_root(const char *driver_root, const char *ldcache, const char *path, const struct gh_request *req,
                      const struct gh_layout *layout, struct gh_plan *out, gh_error_t *err);
+
+/* The same; with keep, and when req has a cache that keeps plans (req->cache with plan_lookup and
+ * plan_save, req->state_file), the plan kept for this request, layout and driver is taken instead
+ * (every device node it names checked against the root), and one built is kept: the same plans,
+ * under the same keys, as gh_configure's (plancache.h).  For a caller that wants the plan a start
+ * gets (gpu-runtime), not one that explains or lists the driver as it is now. */
+int gh_plan_for_root_kept(const char *driver_root, const char *ldcache, const char *path, const struct gh_request *req,
+                          const struct gh_layout *layout, bool keep, struct gh_plan *out, gh_error_t *err);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "cleanup.h"
 #include "jsonread.h"
+#include "log.h"
 #include "plancache.h"
 #include "rootfs.h"
 
@@ -398,4 +399,38 @@ char *gh_plan_cache_key(int droot, const char *root, const char *ldcache, const 
                 return NULL;
         }
         return buf;
+}
+
+int gh_plan_cache_find(int droot, const char *root, const char *ldcache, const char *path, const struct gh_request *req,
+                       const struct gh_layout *layout, const char *fp_text, bool check_all_devices,
+                       struct gh_plan *plan, char **key)
+{
+        _cleanup_error_ gh_error_t e = NULL;
+        _cleanup_free_ char *text = NULL;
+
+        *key = gh_plan_cache_key(droot, root, ldcache, path, req, layout);
+        if (*key == NULL || req->cache->plan_lookup(req->state_file, *key, fp_text, &text) != 1)
+                return 0;
+        if (gh_plan_from_text(text, strlen(text), plan, &e) < 0 ||
+            ((check_all_devices || plan->no_devbind) && gh_plan_check_devices(plan, droot, &e) < 0)) {
+                gh_debug("plan: the kept one is refused (%s); building it", e->msg);
+                gh_plan_free(plan);
+                memset(plan, 0, sizeof(*plan));
+                return 0;
+        }
+        gh_debug("plan: kept one (%zu items)", plan->n);
+        return 1;
+}
+
+void gh_plan_cache_keep(const struct gh_request *req, const char *key, const char *fp_text, const struct gh_plan *plan)
+{
+        _cleanup_free_ char *text = NULL;
+        _cleanup_error_ gh_error_t e = NULL;
+
+        /* Not a plan that joins an MPS group: its directories come and go with the group. */
+        if (key == NULL || fp_text == NULL || plan->mps_group)
+                return;
+        text = gh_plan_to_text(plan);
+        if (text == NULL || req->cache->plan_save(req->state_file, key, fp_text, text, &e) < 0)
+                gh_debug("plan: not kept: %s", e ? e->msg : "out of memory");
 }

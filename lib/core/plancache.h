@@ -11,6 +11,7 @@
 #ifndef GH_PLANCACHE_H
 #define GH_PLANCACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "error.h"
@@ -32,5 +33,18 @@ int gh_plan_check_devices(const struct gh_plan *plan, int droot, gh_error_t *err
 /* The key text (malloc'ed; NULL when out of memory).  droot is the driver root's fd. */
 char *gh_plan_cache_key(int droot, const char *root, const char *ldcache, const char *path,
                         const struct gh_request *req, const struct gh_layout *layout);
+
+/* The plan kept under the key of (droot, root, ldcache, path, req, layout) for the fingerprint text
+ * fp_text, in req's cache (which must keep plans: plan_lookup, plan_save, state_file): 1 with
+ * *plan filled; 0 when none is kept or the kept one is refused (not valid, or a device node it
+ * names is not that node under droot: every one with check_all_devices, else those it makes with
+ * mknod).  *key is the key (malloc'ed, NULL when out of memory) for gh_plan_cache_keep. */
+int gh_plan_cache_find(int droot, const char *root, const char *ldcache, const char *path, const struct gh_request *req,
+                       const struct gh_layout *layout, const char *fp_text, bool check_all_devices,
+                       struct gh_plan *plan, char **key);
+
+/* Keeps plan under key for fp_text in req's cache (nothing when either is NULL, or for a plan
+ * that joins an MPS group); a failure is only logged: the next start builds it again. */
+void gh_plan_cache_keep(const struct gh_request *req, const char *key, const char *fp_text, const struct gh_plan *plan);
 
 #endif

@@ -1,5 +1,7 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -7,11 +9,14 @@
 #include "capability.h"
 #include "cleanup.h"
 #include "config.h" /* the build's: GPUHOOK_CLI_PATH, GPUHOOK_HOOK_PATH */
+#include "file.h"
 #include "hookconfig.h"
 #include "mps.h"
 #include "podrecord.h"
 #include "oci.h"
 #include "readfile.h"
+#include "service.h"
+#include "statecache.h"
 
 enum key_type {
         KEY_BOOL,
@@ -319,4 +324,33 @@ void gh_config_free(struct gh_config *cfg)
         free(cfg->containers.dir);
         free(cfg->metrics.hpc_job_dir);
         memset(cfg, 0, sizeof(*cfg));
+}
+
+const char *gh_config_cli_path(const struct gh_config *cfg, char *buf, size_t size)
+{
+        if (strcmp(cfg->cli.path, GPUHOOK_CLI_PATH) != 0 || access(cfg->cli.path, X_OK) == 0 ||
+            gh_beside_self("gpu-cli", buf, size) < 0)
+                return cfg->cli.path;
+        return buf;
+}
+
+void gh_config_request_setup(const struct gh_config *cfg, struct gh_request *req)
+{
+        static char helper[PATH_MAX];
+
+        /* gpu-cli's rule: the default cache belongs to the host's driver; another driver root has one
+         * only when "state-file" names it; "no-cache" has none. */
+        if (cfg->cli.no_cache)
+                req->state_file = NULL;
+        else if (cfg->cli.state_file != NULL)
+                req->state_file = cfg->cli.state_file;
+        else if (strcmp(cfg->cli.root, "/") == 0)
+                req->state_file = GH_STATECACHE_DEFAULT;
+        req->cache = req->state_file != NULL ? &gh_statecache : NULL;
+        if (!gh_service_can_load()) {
+                const char *cli = gh_config_cli_path(cfg, helper, sizeof(helper));
+                if (cli != helper)
+                        snprintf(helper, sizeof(helper), "%s", cli);
+                gh_service_set_helper(helper);
+        }
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "request.h"
 
 #define GH_CONFIG_MAX (1u << 20)
 
@@ -74,5 +75,16 @@ int gh_config_parse(struct gh_config *cfg, const char *buf, size_t len, const ch
 int gh_config_load(struct gh_config *cfg, const char *path, gh_error_t *err);
 
 void gh_config_free(struct gh_config *cfg);
+
+/* "cli.path", except when that is the built-in default and not there: then the gpu-cli beside this
+ * program (a build tree, or a kit copied to a machine as one folder).  buf may hold the answer. */
+const char *gh_config_cli_path(const struct gh_config *cfg, char *buf, size_t size);
+
+/* What a front end does to a request it built from this configuration before the core plans it:
+ * req gets the driver-state cache the configuration names (gpu-cli's rule: the default one for the
+ * host's driver, "state-file" for another root, none with "no-cache"), and a static program (one
+ * that cannot load NVML or libcuda itself, service.h) gets "cli.path"'s gpu-cli as the driver
+ * service's helper. */
+void gh_config_request_setup(const struct gh_config *cfg, struct gh_request *req);
 
 #endif

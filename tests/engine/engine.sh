@@ -39,13 +39,18 @@ engine_setup() {
 engine_runtime_json() { printf '"runtime": {"runtimes": ["%s"], "hook-path": "%s"}' "$ENGINE_OCI" "$GPU_HOOK"; }
 
 # engine_write_config EXTRA_JSON_MEMBERS: the shared configuration, with the fake driver root and the
-# build's gpu-cli; EXTRA is merged at the top level ("{}" for nothing).
+# build's gpu-cli; EXTRA is merged at the top level ("{}" for nothing), an object member into the
+# object of that name ("cli" keeps the root and path unless EXTRA names them).
 engine_write_config() {
         "$GH_PYTHON" - "$GH_ENGINE_CONFIG" "$DRV" "$GPU_CLI" "$T/hook.log" "$1" <<'PY'
 import json, os, sys
 path, drv, cli, log, extra = sys.argv[1:]
 c = {"cli": {"root": drv, "path": cli}, "log": {"file": log}, "containers": {"dir": os.path.dirname(log) + "/records"}}
-c.update(json.loads(extra))
+for k, v in json.loads(extra).items():
+    if isinstance(v, dict) and isinstance(c.get(k), dict):
+        c[k].update(v)
+    else:
+        c[k] = v
 with open(path + ".tmp", "w") as f:
     json.dump(c, f)
 os.rename(path + ".tmp", path)

@@ -1,6 +1,8 @@
 #!/bin/bash
 # gpu-runtime on its own: argv passthrough for every command Docker and containerd use, config.json
-# fidelity (unknown fields kept, mode and owner kept, only the hook and the device nodes added),
+# fidelity (unknown fields kept, mode and owner kept, only the hook and the device nodes added), the
+# plan kept in a driver-state cache (used while the driver is the same), a MIG device (NVML, through
+# gpu-cli for a static gpu-runtime),
 # hostile config.json refused before the real runtime runs, and a GPU container under real runc from
 # a bundle that has no hook at all.
 . "${GH_SOURCE_DIR:?}/tests/lib.sh"
@@ -120,6 +122,65 @@ t_is "$(field rest)" equal "every other field is kept (unknown ones, annotations
 cp "$BUNDLE/config.json" "$T/gpu.once"
 REC_EXIT=0 "$RT" create --bundle="$BUNDLE" ctr4 2>"$T/err"
 t_ok "a second create (--bundle=) adds nothing twice" cmp "$T/gpu.once" "$BUNDLE/config.json"
+
+# ---- the plan kept in a driver-state cache: used while the driver is the same, never after -------
+engine_write_config "{\"runtime\": {\"runtimes\": [\"$T/recorder\"], \"hook-path\": \"$GPU_HOOK\"}, \"cli\": {\"state-file\": \"$T/state.json\"}}"
+new_bundle kept
+bundle_set_env "$BUNDLE" NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=utility
+cp "$BUNDLE/config.json" "$T/kept.orig"
+# kept_devices: a create from the original bundle; prints linux.devices as path:major:minor.
+kept_devices() {
+        cp "$T/kept.orig" "$BUNDLE/config.json"
+        REC_EXIT=0 "$RT" create --bundle "$BUNDLE" kept 2>"$T/err" || { t_diag_file "$T/err"; return 1; }
+        "$GH_PYTHON" -c 'import json,sys; print(" ".join("%s:%d:%d" % (d["path"], d["major"], d["minor"]) for d in sorted(json.load(open(sys.argv[1]))["linux"]["devices"], key=lambda d: d["path"])))' "$BUNDLE/config.json"
+}
+first=$(kept_devices)
+t_is "$first" "/dev/nvidia0:195:0 /dev/nvidia1:195:1 /dev/nvidiactl:195:255" "cache: the first create lists both GPUs and nvidiactl"
+t_ok "cache: the plan is kept beside the state file" compgen -G "$T/state.json.plan-*"
+t_is "$(kept_devices)" "$first" "cache: the next create (the kept plan) lists the same nodes"
+G1=$(ls "$DRV/proc/driver/nvidia/gpus" | sort | tail -n1)
+mv "$DRV/proc/driver/nvidia/gpus/$G1" "$T/gpu1-away"
+t_is "$(kept_devices)" "/dev/nvidia0:195:0 /dev/nvidiactl:195:255" "cache: a GPU gone from the driver is gone from the next create"
+mv "$T/gpu1-away" "$DRV/proc/driver/nvidia/gpus/$G1"
+t_is "$(kept_devices)" "$first" "cache: and back once it is back"
+# A node replaced under the same driver (the fingerprint does not cover /dev): the kept plan is
+# checked against the root's nodes, and the create says what it says without a cache.
+mv "$DRV/dev/nvidia1" "$T/nvidia1.away"
+mknod -m 666 "$DRV/dev/nvidia1" c 195 7
+cp "$T/kept.orig" "$BUNDLE/config.json"
+REC_EXIT=0 "$RT" create --bundle "$BUNDLE" kept 2>"$T/err"
+t_is "$?" 1 "cache: a device node that no longer matches its GPU fails the create"
+t_match "$(cat "$T/err")" '/dev/nvidia1 has device number 195:7, expected 195:1' "... naming the node, as without a cache"
+rm -f "$DRV/dev/nvidia1"
+mv "$T/nvidia1.away" "$DRV/dev/nvidia1"
+t_is "$(kept_devices)" "$first" "cache: and as it was once restored"
+
+# ---- a MIG device: its nodes need NVML, which a static gpu-runtime asks through gpu-cli ----------
+bash "$GH_SOURCE_DIR/tests/fake-driver/make-root.sh" "$T/mig" --profile "$GH_SOURCE_DIR/tests/fake-driver/profiles/8gpu-mig.json" \
+        >"$T/mig.log" 2>&1 || t_diag_file "$T/mig.log"
+MIGU=$(cat "$T"/mig/proc/driver/nvidia/gpus/*/fake-nvml | grep -o 'MIG-[0-9a-f-]*' | head -n1)
+new_bundle mig
+bundle_set_env "$BUNDLE" NVIDIA_VISIBLE_DEVICES="$MIGU" NVIDIA_DRIVER_CAPABILITIES=utility
+cp "$BUNDLE/config.json" "$T/mig.orig"
+engine_write_config "{\"runtime\": {\"runtimes\": [\"$T/recorder\"], \"hook-path\": \"$GPU_HOOK\"}, \"cli\": {\"root\": \"$T/mig\"}}"
+REC_EXIT=0 "$RT" create --bundle "$BUNDLE" mig 2>"$T/err"
+t_is "$?" 0 "MIG device by UUID ($MIGU): create runs the real runtime" || t_diag_file "$T/err"
+t_match "$("$GH_PYTHON" -c 'import json,sys; print(" ".join(sorted(d["path"] for d in json.load(open(sys.argv[1]))["linux"]["devices"])))' "$BUNDLE/config.json")" \
+        '^/dev/nvidia-caps/nvidia-cap[0-9]+ /dev/nvidia-caps/nvidia-cap[0-9]+ /dev/nvidia[0-9] /dev/nvidiactl$' \
+        "MIG device: its GPU, its two capability nodes and nvidiactl"
+if [ "$(elf_linkage "$RT")" = static ]; then
+        cp "$T/mig.orig" "$BUNDLE/config.json"
+        engine_write_config "{\"runtime\": {\"runtimes\": [\"$T/recorder\"], \"hook-path\": \"$GPU_HOOK\"}, \"cli\": {\"root\": \"$T/mig\", \"path\": \"/nonexistent/gpu-cli\"}}"
+        rm -f "$REC/argv"
+        "$RT" create --bundle "$BUNDLE" mig 2>"$T/err"
+        t_is "$?:$(wc -l <"$T/err")" "1:1" "static gpu-runtime, MIG device, cli.path missing: exit 1, one line"
+        t_match "$(cat "$T/err")" '/nonexistent/gpu-cli.*"cli\.path"' "... naming the program and the setting"
+        t_not "... and the real runtime did not run" test -e "$REC/argv"
+        t_ok "... and config.json is as it was" cmp "$T/mig.orig" "$BUNDLE/config.json"
+else
+        t_skip "static gpu-runtime, MIG device, cli.path missing" "gpu-runtime is linked dynamically here: it loads NVML itself"
+fi
+engine_write_config "{\"runtime\": {\"runtimes\": [\"/nonexistent/runc\", \"$T/recorder\"], \"hook-path\": \"$GPU_HOOK\"}}"
 
 new_bundle nvhook
 bundle_set_env "$BUNDLE" NVIDIA_VISIBLE_DEVICES=all

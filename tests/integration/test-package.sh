@@ -31,8 +31,10 @@ dpkg -x "$DEB" "$X"
 t_match "$("$X/usr/bin/gpu-cli" --version 2>&1)" '^gpu-cli [0-9]' "gpu-cli --version from the package"
 t_match "$("$X/usr/bin/gpu-hook" --version 2>&1)" '^gpu-hook [0-9]' "gpu-hook --version from the package"
 t_match "$("$X/usr/bin/gpu-runtime" --gpu-runtime-version 2>&1)" '^gpu-runtime [0-9]' "gpu-runtime starts from the package"
-# The two hooks every container start runs are static programs (no loader for LD_PRELOAD to reach).
+# The two hooks every container start runs, and the wrapper, are static programs (no loader for
+# LD_PRELOAD to reach).
 t_is "$(elf_linkage "$X/usr/bin/gpu-hook")" static "gpu-hook from the package is linked statically"
+t_is "$(elf_linkage "$X/usr/bin/gpu-runtime")" static "gpu-runtime from the package is linked statically"
 CDIHOOK=$(find "$X/usr" -name gpu-cdi-hook | head -n 1) # libexecdir: the distribution's choice
 t_is "$(elf_linkage "${CDIHOOK:-/nonexistent}")" static "gpu-cdi-hook (our CDI specs' hook) is there, static"
 t_match "$("${CDIHOOK:-false}" cdi-hook --help 2>&1)" '^Usage: gpu-cli .*cdi-hook' "gpu-cdi-hook answers as gpu-cli cdi-hook"
