@@ -280,10 +280,13 @@ bench_rounds() {
         done
 }
 
-# _bench_rounds_stats NAME: "n median p90 min max dround dmed cpu dcpu" in microseconds.  d*: against
-# the base kind, dround the median of the per-round differences, dmed the difference of the medians;
-# cpu the median CPU time, dcpu the median of the per-round CPU differences ("-": not measured).  p90
-# is the nearest-rank 90th percentile.
+# _bench_rounds_stats NAME: "n median p90 min max dround dmed cpu dcpu lo hi" in microseconds.  d*:
+# against the base kind, dround the median of the per-round differences, dmed the difference of the
+# medians; cpu the median CPU time, dcpu the median of the per-round CPU differences ("-": not
+# measured).  p90 is the nearest-rank 90th percentile.  lo..hi: a 95 % confidence interval for the
+# median per-round difference that assumes nothing about its distribution (order statistics: the
+# k-th smallest and k-th largest difference, k the largest with P(Binomial(n, 1/2) < k) <= 0.025;
+# "-" below 6 rounds).  An interval that holds a target on both sides says the rounds cannot tell.
 _bench_rounds_stats() {
         awk -v s="${BR_S[$1]}" -v b="${BR_S[$BENCH_BASE_KIND]:-}" '
                 function med(a, n) { return (n % 2) ? a[(n + 1) / 2] : int((a[n / 2] + a[n / 2 + 1]) / 2) }
@@ -300,12 +303,19 @@ _bench_rounds_stats() {
                                         if (p[3] != "-" && bcpu[p[1]] != "-") cd[++ncd] = p[3] - bcpu[p[1]]
                                 }
                         }
-                        if (n == 0) { print "0 - - - - - - - -"; exit }
+                        if (n == 0) { print "0 - - - - - - - - - -"; exit }
                         sortn(v, n); sortn(d, nd); sortn(bv, nb); sortn(c, nc); sortn(cd, ncd)
                         k = int(0.9 * n); if (k < 0.9 * n) k++; if (k < 1) k = 1
-                        printf "%d %d %d %d %d %s %s %s %s\n", n, med(v, n), v[k], v[1], v[n],
+                        lo = hi = "-"
+                        if (nd >= 6) {
+                                # P(X <= j) for X ~ Binomial(nd, 1/2), until it passes 0.025
+                                pj = 0.5 ^ nd; cdf = pj; ci = 0
+                                for (j = 0; cdf <= 0.025; j++) { ci = j + 1; pj = pj * (nd - j) / (j + 1); cdf += pj }
+                                if (ci >= 1) { lo = d[ci]; hi = d[nd + 1 - ci] }
+                        }
+                        printf "%d %d %d %d %d %s %s %s %s %s %s\n", n, med(v, n), v[k], v[1], v[n],
                                 nd ? med(d, nd) : "-", nb ? med(v, n) - med(bv, nb) : "-",
-                                nc ? med(c, nc) : "-", ncd ? med(cd, ncd) : "-"
+                                nc ? med(c, nc) : "-", ncd ? med(cd, ncd) : "-", lo, hi
                 }'
 }
 
@@ -315,21 +325,23 @@ _bench_signed_ms() {
 }
 
 bench_rounds_row() {
-        local n med p90 min max dr dm cpu dcpu
+        local n med p90 min max dr dm cpu dcpu lo hi ci
         if [ -z "${BR_S[$1]:-}" ]; then
-                BENCH_RT+=("| $2 | failed: ${BR_ERR[$1]:-no samples} | | | | | | | |")
+                BENCH_RT+=("| $2 | failed: ${BR_ERR[$1]:-no samples} | | | | | | | | |")
                 return
         fi
-        read -r n med p90 min max dr dm cpu dcpu <<<"$(_bench_rounds_stats "$1")"
-        [ "$1" = "$BENCH_BASE_KIND" ] && dr=- dm=- dcpu=-
-        BENCH_RT+=("| $2 | $(_ms "$med") | $(_ms "$p90") | $(_ms "$min") | $(_bench_signed_ms "$dr") | $(_bench_signed_ms "$dm") | $([ "$cpu" = - ] && echo - || _ms "$cpu") | $(_bench_signed_ms "$dcpu") | $n |")
-        [ -n "${BR_ERR[$1]}" ] && BENCH_RT+=("| $2: stopped | ${BR_ERR[$1]//|/\\|} | | | | | | | |")
+        read -r n med p90 min max dr dm cpu dcpu lo hi <<<"$(_bench_rounds_stats "$1")"
+        [ "$1" = "$BENCH_BASE_KIND" ] && dr=- dm=- dcpu=- lo=- hi=-
+        ci=-
+        [ "$lo" != - ] && ci="$(_bench_signed_ms "$lo") .. $(_bench_signed_ms "$hi")"
+        BENCH_RT+=("| $2 | $(_ms "$med") | $(_ms "$p90") | $(_ms "$min") | $(_bench_signed_ms "$dr") | $ci | $(_bench_signed_ms "$dm") | $([ "$cpu" = - ] && echo - || _ms "$cpu") | $(_bench_signed_ms "$dcpu") | $n |")
+        [ -n "${BR_ERR[$1]}" ] && BENCH_RT+=("| $2: stopped | ${BR_ERR[$1]//|/\\|} | | | | | | | | |")
         BENCH_LAST_MEDIAN=$med
 }
 
 bench_rounds_print() {
-        echo "| \`runc run /bin/true\` (seed $BENCH_SEED; $BENCH_ROUNDS_RUN rounds after $BENCH_WARMUP warm-up, each round every kind once in a new random order, ${BENCH_PAUSE} s pause before every start) | median ms | p90 ms | min ms | Δ vs no hook, median of per-round differences (ms) | Δ, difference of medians (ms) | CPU ms (median) | Δ CPU, per-round (ms) | n |"
-        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+        echo "| \`runc run /bin/true\` (seed $BENCH_SEED; $BENCH_ROUNDS_RUN rounds after $BENCH_WARMUP warm-up, each round every kind once in a new random order, ${BENCH_PAUSE} s pause before every start) | median ms | p90 ms | min ms | Δ vs no hook, median of per-round differences (ms) | 95 % interval of that Δ (ms) | Δ, difference of medians (ms) | CPU ms (median) | Δ CPU, per-round (ms) | n |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         printf '%s\n' "${BENCH_RT[@]}"
 }
 
