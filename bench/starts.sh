@@ -50,6 +50,12 @@ BS_KINDS=(none truehook nongpu hook hook-req hook-cold cdi cdi-hm cdi-cli)
 # configure, so only the binary matters), in the same rounds: a change measured against what it
 # changes, on one lease.
 [ -n "${GH_BENCH_BASE_HOOK:-}" ] && BS_KINDS+=(hook-base hook-base-cold)
+# GH_BENCH_KINDS="none cdi ...": only these kinds (none, the baseline, is always kept).
+if [ -n "${GH_BENCH_KINDS:-}" ]; then
+        read -r -a _bs_want <<<"$GH_BENCH_KINDS"
+        BS_KINDS=(none)
+        for _k in "${_bs_want[@]}"; do [ "$_k" != none ] && BS_KINDS+=("$_k"); done
+fi
 
 bench_machine_info() {
         local cg=v1 gpu
