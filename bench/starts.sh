@@ -26,6 +26,10 @@
 #               daemon sockets' mounts), cdi-hook attaches the driver's files itself
 #   cdi-cli     the default spec written with --hook-path=gpu-cli: its hook run by gpu-cli itself, as
 #               before gpu-cdi-hook (a static program) became the default, in the same rounds
+#   cdi-stdin   the default spec, its hook given --state-from-stdin: it waits for runc's write of the
+#               state instead of finding the bundle itself (the hook's behaviour before)
+#   cdi-true, cdi-cat  (not in the default list) the same spec, its hook /bin/true or cat (>/dev/null):
+#               what a createContainer hook costs under runc when it reads the state on stdin or not
 #   cdi-runc    (not in the default list; bench/profile.sh) the same spec with its hook removed: what
 #               runc's part of the CDI path costs
 # Each kind has its own gpu-hook configuration and log file, so the logs say which start was which.
@@ -42,10 +46,13 @@ declare -gA BS_LABEL=(
         [cdi-cli]="the same spec, its hook run by gpu-cli itself (--hook-path=gpu-cli, the default before)"
         [cdi-hm]="CDI spec --mounts=hook (cdi-hook makes the driver's mounts)"
         [cdi-runc]="CDI spec without its hook: runc's part alone (nodes, mounts, env)"
+        [cdi-stdin]="the same spec, its hook waiting for the state on stdin (--state-from-stdin, as before)"
+        [cdi-true]="the same spec, its hook replaced by /bin/true (reads nothing on stdin)"
+        [cdi-cat]="the same spec, its hook replaced by cat (reads the state on stdin, as every CDI hook does)"
         [hook-base]="gpu-hook, all GPUs, the earlier build in GH_BENCH_BASE_HOOK"
         [hook-base-cold]="gpu-hook + NVIDIA_REQUIRE_CUDA=$BENCH_REQ, cold cache, the earlier build"
 )
-BS_KINDS=(none truehook nongpu hook hook-req hook-cold cdi cdi-hm cdi-cli)
+BS_KINDS=(none truehook nongpu hook hook-req hook-cold cdi cdi-stdin cdi-hm cdi-cli)
 # GH_BENCH_BASE_HOOK=FILE: one more kind, hook-base, the hook path with that gpu-hook (in-process
 # configure, so only the binary matters), in the same rounds: a change measured against what it
 # changes, on one lease.
@@ -129,11 +136,12 @@ bench_starts_prepare() {
                 case $k in
                 hook | hook-base) bundle_set_env "$b" "${gpu_env[@]}" ;;
                 hook-req | hook-cold | hook-base-cold) bundle_set_env "$b" "${gpu_env[@]}" "NVIDIA_REQUIRE_CUDA=$BENCH_REQ" ;;
-                cdi | cdi-runc | cdi-hm | cdi-cli)
+                cdi | cdi-runc | cdi-hm | cdi-cli | cdi-true | cdi-cat | cdi-stdin)
                         local gen=("$GPU_CLI" "--root=$BS_ROOT") spec=$BS_SPEC extra=() log=cdi
                         [ -n "$BS_LDCACHE" ] && gen+=("--ldcache=$BS_LDCACHE")
                         [ $k = cdi-hm ] && spec=$T/bs-spec-hm.json extra=(--mounts=hook) log=cdi-hm
                         [ $k = cdi-cli ] && spec=$T/bs-spec-cli.json extra=("--hook-path=$GPU_CLI") log=cdi-cli
+                        [ $k = cdi-stdin ] && spec=$T/bs-spec-stdin.json log=cdi-stdin
                         if ! "${gen[@]}" cdi generate "--output=$spec" --capabilities=compute,utility "${extra[@]}" >"$T/bs-gen.err" 2>&1; then
                                 cdi_err="cdi generate: $(tail -n 1 "$T/bs-gen.err")"
                         else
@@ -141,6 +149,9 @@ bench_starts_prepare() {
                                 "$GH_PYTHON" "$BS_APPLY" --spec "$spec" "$b" nvidia.com/gpu=all 2>"$T/bs-apply.err" ||
                                         cdi_err="cdi-apply.py: $(tail -n 1 "$T/bs-apply.err")"
                                 [ $k = cdi-runc ] && bundle_edit "$b" 'c.get("hooks", {}).pop("createContainer", None)'
+                                [ $k = cdi-stdin ] && bundle_edit "$b" 'h = c["hooks"]["createContainer"][0]; i = h["args"].index("cdi-hook"); h["args"].insert(i + 1, "--state-from-stdin")'
+                                [ $k = cdi-true ] && bundle_edit "$b" 'c["hooks"]["createContainer"] = [{"path": "/bin/true", "args": ["true"]}]'
+                                [ $k = cdi-cat ] && bundle_edit "$b" 'c["hooks"]["createContainer"] = [{"path": "/bin/cat", "args": ["cat"]}]'
                         fi ;;
                 esac
                 if [ $k = hook-cold ] || [ $k = hook-base-cold ]; then
@@ -150,7 +161,7 @@ bench_starts_prepare() {
                 fi
         done
         if [ -n "$cdi_err" ]; then
-                for k in cdi cdi-runc cdi-hm cdi-cli; do [ -n "${BR_BUNDLE[$k]:-}" ] && BR_ERR[$k]=$cdi_err; done
+                for k in cdi cdi-runc cdi-hm cdi-cli cdi-true cdi-cat cdi-stdin; do [ -n "${BR_BUNDLE[$k]:-}" ] && BR_ERR[$k]=$cdi_err; done
         fi
         # The warm cache: filled once, the way the first start after boot (or `gpu-cli cache refresh`) does.
         local refresh=("$GPU_CLI" "--root=$BS_ROOT" "--state-file=$T/bs-state-warm/driver-state.json")

@@ -43,6 +43,10 @@ static void cdi_hook_usage(FILE *out)
                      "                                 (default " GPUHOOK_DEFAULT_CONFIG ")\n"
                      "      --log=FILE                 append one JSON line per run to FILE: the container, the\n"
                      "                                 result and each phase's time (gpu-hook's log format)\n"
+                     "      --state-from-stdin         always wait for the state on stdin (default: under runc, the\n"
+                     "                                 bundle and container are found where runc keeps them and\n"
+                     "                                 proved against config.json, which saves runc's late write;\n"
+                     "                                 docs/cdi.md)\n"
                      "\n"
                      "The image's /etc/ld.so.cache entries are kept; the image's ldconfig is never run.  Its own\n"
                      "environment is ignored.  It refuses to run outside the container's mount namespace.\n"
@@ -63,6 +67,7 @@ enum {
         OPT_CONFIG,
         OPT_LOG,
         OPT_CHECK_REQUIREMENTS,
+        OPT_STATE_FROM_STDIN,
 };
 
 static int add_pair(const char *opt, char *arg, bool b_abs, struct gh_cdi_pair **v, size_t *n)
@@ -148,6 +153,7 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                 { "config", required_argument, NULL, OPT_CONFIG },
                 { "log", required_argument, NULL, OPT_LOG },
                 { "check-requirements", no_argument, NULL, OPT_CHECK_REQUIREMENTS },
+                { "state-from-stdin", no_argument, NULL, OPT_STATE_FROM_STDIN },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -160,6 +166,7 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
         int c, r = GH_EXIT_USAGE;
 
         cli_hook_environment();
+        o.start_dir = cli_hook_start_dir();
         /* The arguments as given, for gpu-cli should it have to run this hook (parsing splits them). */
         if (!gh_service_can_load() && (orig = strv_dup(argv, argc)) == NULL) {
                 fprintf(stderr, "gpu-cli: cdi-hook: out of memory\n");
@@ -197,6 +204,7 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                                 goto out;
                         break;
                 case OPT_MASK_PROC: o.mask_proc = true; break;
+                case OPT_STATE_FROM_STDIN: o.start_dir = NULL; break;
                 case OPT_CHECK_REQUIREMENTS:
                         o.check_requirements = true;
                         o.cache_file = g->state_file; /* gpu-cli's: the host driver's cache, or --state-file */

@@ -39,8 +39,12 @@ int cmd_driver_service(int argc, char **argv, const struct cli_globals *g);
 /* NVIDIA's hook command line (nvhook.c): argv as nvidia-cdi-hook or nvidia-ctk got it (argv[0]'s
  * name picks the form); root: the driver root where /proc/driver/nvidia is read. */
 int cli_nvhook(int argc, char **argv, const char *root);
+struct stat;
 /* A fixed environment, working directory and umask, for the hook front ends. */
 void cli_hook_environment(void);
+/* The identity of the directory this process was started in, as cli_hook_environment found it
+ * before changing to /; NULL before that, or when it could not be read. */
+const struct stat *cli_hook_start_dir(void);
 
 /* A request seeded from the global options (--user); gh_request_init()ed by the caller. */
 struct gh_request;

@@ -467,7 +467,7 @@ static int require_elsewhere(const struct gh_cdi_hook_opts *o, int state, bool d
 
 int cli_nvhook(int argc, char **argv, const char *root)
 {
-        struct gh_cdi_hook_opts o = { .root = root, .state_fd = STDIN_FILENO };
+        struct gh_cdi_hook_opts o = { .root = root, .state_fd = STDIN_FILENO, .start_dir = cli_hook_start_dir() };
         _cleanup_error_ gh_error_t err = NULL;
         struct values v = { 0 };
         struct gh_cdi_pair *links = NULL;
@@ -574,12 +574,20 @@ out:
         return r;
 }
 
+static struct stat start_dir;
+static bool start_dir_known;
+
+const struct stat *cli_hook_start_dir(void) { return start_dir_known ? &start_dir : NULL; }
+
 void cli_hook_environment(void)
 {
         /* Before anything else: nothing this process does may depend on what its caller had.  A
          * runtime that gives a hook no environment of its own can hand it the container's (runc's
          * createContainer hooks run with the image's variables and the rootfs as working
-         * directory: CVE-2025-23266). */
+         * directory: CVE-2025-23266).  Only the directory's identity is kept: under runc it is
+         * the proof that a bundle found without the state is the container's (cdi-hook). */
+        if (!start_dir_known)
+                start_dir_known = stat(".", &start_dir) == 0;
         clearenv();
         setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1);
         if (chdir("/") < 0)

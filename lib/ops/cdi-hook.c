@@ -25,6 +25,7 @@
 #include "plan.h"
 #include "readfile.h"
 #include "rootfs.h"
+#include "runc-state.h"
 
 int gh_cdi_pair_parse(const char *opt, char *arg, bool b_abs, struct gh_cdi_pair *out, gh_error_t *err)
 {
@@ -440,7 +441,7 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
         struct gh_oci_spec spec = { 0 };
         struct gh_plan plan = { 0 };
         _cleanup_close_ int droot = -1, rootfd = -1;
-        bool record = false;
+        bool record = false, runc;
         int ret = -1;
 
         if (gh_caps_init_phases((1u << GH_PHASE_DISCOVER) | (1u << GH_PHASE_ENTER) | (1u << GH_PHASE_MOUNT) |
@@ -449,7 +450,20 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
             gh_caps_enter(GH_PHASE_DISCOVER, err) < 0)
                 return -1;
         phase(o, "setup");
-        if (read_state(o, &state, err) < 0)
+        /* Under runc, the state's facts from where runc keeps them (runc-state.c: runc writes it to
+         * stdin late), proved below by config.json's root being where runc init started us. */
+        runc = false;
+        if (o->state_file == NULL && o->state_fd == STDIN_FILENO && o->start_dir != NULL) {
+                /* runc's processes are looked at as the namespace check looks at the container's:
+                 * with the enter phase's CAP_SYS_PTRACE */
+                if (gh_caps_enter(GH_PHASE_ENTER, err) < 0)
+                        return -1;
+                runc = gh_runc_hook_state(&state) == 1;
+                if (gh_caps_enter(GH_PHASE_DISCOVER, err) < 0)
+                        return -1;
+        }
+again:
+        if (!runc && read_state(o, &state, err) < 0)
                 return -1;
         gh_log_set_trace_id(state.id);
         if (o->log != NULL) {
@@ -459,8 +473,19 @@ int gh_cdi_hook_run(const struct gh_cdi_hook_opts *o, gh_error_t *err)
         phase(o, "state");
         /* Only root.path and linux.devices (and process.env for the requirements): a spec's edits make
          * config.json large. */
-        if (gh_oci_spec_load_brief(state.bundle, o->check_requirements, &spec, err) < 0)
-                goto out;
+        if (gh_oci_spec_load_brief(state.bundle, o->check_requirements, &spec, err) < 0) {
+                if (!runc)
+                        goto out;
+                gh_error_free(err);
+        }
+        if (runc && (spec.rootfs == NULL || !gh_runc_hook_root_is(spec.rootfs, o->start_dir))) {
+                gh_debug("cdi-hook: %s's root is not where runc init started this hook: reading the state",
+                         state.bundle);
+                gh_oci_spec_free(&spec);
+                gh_oci_state_free(&state);
+                runc = false;
+                goto again;
+        }
         phase(o, "spec");
         /* The requirements first, and nothing more when that is all: a check writes nothing, so it
          * needs neither the container's root nor its mount namespace. */

@@ -40,12 +40,14 @@ struct gh_cdi_pair {
 #define GH_CDI_APP_PROFILE "10-container.conf"
 
 struct gh_gpu_cache;
+struct stat;
 struct gh_cdi_hook_opts {
-        const char *root;           /* driver root, "/" by default: where /proc/driver/nvidia is read */
-        int state_fd;               /* the OCI state (stdin) */
-        const char *state_file;     /* or a file holding it (--container-spec); NULL: state_fd */
-        const char *config;         /* the hook configuration (cuda-compat key); NULL: the compiled default */
-        struct gh_cdi_pair *mounts; /* a = host path, b = container path: read-only binds, made first */
+        const char *root;             /* driver root, "/" by default: where /proc/driver/nvidia is read */
+        int state_fd;                 /* the OCI state (stdin) */
+        const char *state_file;       /* or a file holding it (--container-spec); NULL: state_fd */
+        const struct stat *start_dir; /* the directory the hook was started in, or NULL (runc-state.h) */
+        const char *config;           /* the hook configuration (cuda-compat key); NULL: the compiled default */
+        struct gh_cdi_pair *mounts;   /* a = host path, b = container path: read-only binds, made first */
         size_t nmounts;
         struct gh_cdi_pair *links; /* a = target, b = link path in the container */
         size_t nlinks;

@@ -205,6 +205,35 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
+# runc, through cdi-apply.py: the hook takes the bundle from runc (it writes the state late) and
+# proves it; --state-from-stdin waits for the state instead.  Both must give the container its GPU.
+runc_cdi() {
+        local name=$1 extra=$2
+        rm -rf "$T/runc-rootfs" && make_busybox_rootfs "$T/runc-rootfs" --glibc
+        make_bundle "$T/runc-bundle" "$T/runc-rootfs" /bin/sh -c 'nvidia-smi -L; grep ModifyDeviceFiles /proc/driver/nvidia/params'
+        "$GH_PYTHON" "$GH_SOURCE_DIR/tests/helpers/cdi-apply.py" --spec "$T/spec-default.json" "$T/runc-bundle" nvidia.com/gpu=1
+        : >"$T/runc-hook.debug"
+        bundle_edit "$T/runc-bundle" '
+for h in c["hooks"]["createContainer"]:
+    if "cdi-hook" in h["args"]:
+        h["args"].insert(1, "--debug=" + args[0])
+        if args[1]:
+            h["args"].insert(h["args"].index("cdi-hook") + 1, args[1])' "$T/runc-hook.debug" "$extra"
+        run_runc "$T/runc-bundle" "$name"
+}
+runc_cdi cdi-runc ""
+t_is "$RUN_RC" 0 "runc, nvidia.com/gpu=1: container ran" || t_diag "$RUN_STDERR"
+t_match "$RUN_STDOUT" "^GPU 0: .*${UUIDS[1]}" "runc: nvidia-smi sees GPU 1 only"
+t_match "$RUN_STDOUT" '^ModifyDeviceFiles: 0$' "runc: params masked (the hook found the bundle's linux.devices)"
+t_match "$(cat "$T/runc-hook.debug")" "run by runc init [0-9]+ \\(bundle $T/runc-bundle, container $RUN_ID\\): the state is not read from stdin" \
+        "runc: the hook took the bundle and the container id from runc, not from its stdin"
+t_nomatch "$(cat "$T/runc-hook.debug")" "reading the state" "runc: ... and the proof held (config.json's root is where runc started it)"
+runc_cdi cdi-runc-stdin --state-from-stdin
+t_is "$RUN_RC" 0 "runc, cdi-hook --state-from-stdin: container ran" || t_diag "$RUN_STDERR"
+t_match "$RUN_STDOUT" "^GPU 0: .*${UUIDS[1]}" "runc, --state-from-stdin: nvidia-smi sees GPU 1 only"
+t_nomatch "$(cat "$T/runc-hook.debug")" "run by runc init" "runc, --state-from-stdin: the state came from stdin"
+
+# ---------------------------------------------------------------------------------------------
 # podman
 
 if ! have_cmd podman; then
