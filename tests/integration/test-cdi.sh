@@ -233,6 +233,33 @@ else
         t_nomatch "$(cat "$T/runc-hook.debug")" "run by runc init" "$RUNC (not runc): the hook read the state from stdin"
         t_skip "runc: the state's facts from runc" "the OCI runtime here is $RUNC"
 fi
+# runc's process tree without runc (tests/helpers/fake-runc): a bundle that runc's processes show
+# but whose root is not where the hook was started is never used; the hook reads its stdin.
+FR=$GH_BUILD_DIR/tests/helpers/fake-runc
+if [ -x "$FR" ]; then
+        mkdir -p "$T/fr/bundle" "$T/fr/root" "$T/fr/other"
+        printf '{"ociVersion":"1.0.2","id":"from-stdin","pid":1,"status":"creating","bundle":"%s"}' "$T/fr/nobundle" >"$T/fr/state.json"
+        fake_runc() {
+                printf '{"ociVersion":"1.0.2","root":{"path":"%s"},"process":{"args":["true"],"cwd":"/"}}' "$1" >"$T/fr/bundle/config.json"
+                : >"$T/fr/debug"
+                FAKE_RUNC_BUNDLE=$T/fr/bundle FAKE_RUNC_ROOT=$T/fr/root FAKE_RUNC_STATE=$T/fr/state.json \
+                        FAKE_RUNC_HOOK=$(dirname "$GPU_CLI")/gpu-cdi-hook \
+                        FAKE_RUNC_ARGS=$(printf '%s\n' "--debug=$T/fr/debug" cdi-hook --link=a::/usr/lib/a) \
+                        "$FR" create fr-id 2>"$T/fr/err"
+        }
+        fake_runc "$T/fr/other"
+        t_is "$?" 1 "runc's tree, config.json's root elsewhere: the hook fails (exit 1)" || t_diag_file "$T/fr/err"
+        t_match "$(cat "$T/fr/debug")" "run by runc init [0-9]+ \\(bundle $T/fr/bundle, container fr-id\\)" "... it looked at the bundle runc's process showed"
+        t_match "$(cat "$T/fr/debug")" "is not where runc init started this hook: reading the state" "... saw that its root is not where it was started"
+        t_match "$(cat "$T/fr/err")" "$T/fr/nobundle" "... and went by the state on its stdin (whose bundle it then names)"
+        fake_runc "$T/fr/root"
+        t_is "$?" 1 "runc's tree, the root where the hook was started, but no container: the hook fails (exit 1)"
+        t_nomatch "$(cat "$T/fr/debug")" "reading the state" "... it used the bundle runc's process showed"
+        t_match "$(cat "$T/fr/err")" "must run as a createContainer hook" "... and still refused outside a container's mount namespace"
+else
+        t_skip "runc's process tree without runc" "no tests/helpers/fake-runc in this build"
+fi
+
 runc_cdi cdi-runc-stdin --state-from-stdin
 t_is "$RUN_RC" 0 "runc, cdi-hook --state-from-stdin: container ran" || t_diag "$RUN_STDERR"
 t_match "$RUN_STDOUT" "^GPU 0: .*${UUIDS[1]}" "runc, --state-from-stdin: nvidia-smi sees GPU 1 only"
