@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int run(char *const *argv, const char *dir, const char *in)
+static int run(const char *path, char *const *argv, const char *dir, const char *in)
 {
         int status;
         pid_t pid = fork();
@@ -32,8 +32,8 @@ static int run(char *const *argv, const char *dir, const char *in)
                                 _exit(125);
                         }
                 }
-                execv(argv[0], argv);
-                perror(argv[0]);
+                execv(path, argv);
+                perror(path);
                 _exit(127);
         }
         if (waitpid(pid, &status, 0) < 0)
@@ -62,7 +62,7 @@ int main(int argc, char **argv)
                 for (char *a = strtok_r(args, "\n", &save); a != NULL && n < 255; a = strtok_r(NULL, "\n", &save))
                         v[n++] = a;
                 v[n] = NULL;
-                return run(v, NULL, need("FAKE_RUNC_STATE"));
+                return run(hook, v, NULL, need("FAKE_RUNC_STATE"));
         }
         if (argc != 3 || strcmp(argv[1], "create") != 0) {
                 fprintf(stderr, "usage: fake-runc create ID (see the source)\n");
@@ -71,30 +71,13 @@ int main(int argc, char **argv)
         if (chdir(need("FAKE_RUNC_BUNDLE")) < 0)
                 return perror("bundle"), 125;
         {
-                char *v[] = { "/proc/self/exe", "init", NULL };
+                /* argv exactly "runc init", as runc init's */
+                char *iv[] = { "runc", "init", NULL };
                 char self[4096];
                 ssize_t r = readlink("/proc/self/exe", self, sizeof(self) - 1);
                 if (r <= 0)
                         return perror("/proc/self/exe"), 125;
                 self[r] = '\0';
-                v[0] = self;
-                /* argv[0] "runc", as runc init's */
-                pid_t pid = fork();
-                int status;
-                if (pid < 0)
-                        return perror("fork"), 125;
-                if (pid == 0) {
-                        char *iv[] = { "runc", "init", NULL };
-                        if (chdir(need("FAKE_RUNC_ROOT")) < 0) {
-                                perror("root");
-                                _exit(125);
-                        }
-                        execv(v[0], iv);
-                        perror(v[0]);
-                        _exit(127);
-                }
-                if (waitpid(pid, &status, 0) < 0)
-                        return perror("waitpid"), 125;
-                return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+                return run(self, iv, need("FAKE_RUNC_ROOT"), NULL);
         }
 }
