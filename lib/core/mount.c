@@ -376,6 +376,19 @@ static int attach_onto(struct gh_source *src, int target, int rootfd, const char
         return legacy_flags(rootfd, cpath, flags, true, err);
 }
 
+int gh_attach_dir_new(struct gh_source *src, int rootfd, int dirfd, const char *name, const char *cpath, unsigned flags,
+                      gh_error_t *err)
+{
+        _cleanup_close_ int target = -1;
+
+        if (mkdirat(dirfd, name, 0555) < 0)
+                return gh_err(err, errno, "creating directory %s inside the container root", cpath);
+        target = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (target < 0)
+                return gh_err(err, errno, "opening directory %s inside the container root", cpath);
+        return attach_onto(src, target, rootfd, cpath, flags, err);
+}
+
 int gh_tmpfs_attach(int rootfd, const char *cpath, const char *options, gh_error_t *err)
 {
         _cleanup_close_ int target = -1;

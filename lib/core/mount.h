@@ -68,6 +68,13 @@ int gh_attach(struct gh_source *src, int rootfd, const char *cpath, enum gh_targ
 int gh_attach_in(struct gh_source *src, int rootfd, int dirfd, const char *name, const char *cpath, unsigned flags,
                  gh_error_t *err);
 
+/* A new directory NAME made in DIRFD, a directory of a file system the hook itself just mounted
+ * (nothing else can have made it shared or put anything there), and SRC mounted onto it: what the
+ * /proc/driver/nvidia mask does for each GPU's directory (one mkdirat, one open and the mount,
+ * instead of resolving the path from the root and checking its propagation). */
+int gh_attach_dir_new(struct gh_source *src, int rootfd, int dirfd, const char *name, const char *cpath, unsigned flags,
+                      gh_error_t *err);
+
 /* Refuses when the deepest existing ancestor of CPATH (where directories and the mount point would
  * be made) lies on a shared mount: an empty file created in a shared volume is a write to the host. */
 int gh_check_creation_point(int rootfd, const char *cpath, gh_error_t *err);

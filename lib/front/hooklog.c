@@ -10,6 +10,7 @@
 #include "cleanup.h"
 #include "hooklog.h"
 #include "oci.h"
+#include "strutil.h"
 
 static long usec_between(const struct timespec *a, const struct timespec *b)
 {
@@ -67,7 +68,7 @@ char *gh_hooklog_format(const struct gh_hooklog *log)
                 return NULL;
         clock_gettime(CLOCK_MONOTONIC, &now);
         clock_gettime(CLOCK_REALTIME, &wall);
-        gmtime_r(&wall.tv_sec, &tm);
+        gh_utc_tm(wall.tv_sec, &tm);
         snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, wall.tv_nsec / 1000);
         for (size_t i = 0; i < log->n_phases; i++)

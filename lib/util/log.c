@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "strutil.h"
 
 static int log_fd = -1;
 static bool log_json;
@@ -86,7 +87,7 @@ void gh_log(enum gh_log_level level, const char *fmt, ...)
                 return;
 
         clock_gettime(CLOCK_REALTIME, &ts);
-        gmtime_r(&ts.tv_sec, &tm);
+        gh_utc_tm(ts.tv_sec, &tm);
         if (log_json) {
                 char emsg[3000], eid[300];
                 gh_json_escape(emsg, sizeof(emsg), msg);

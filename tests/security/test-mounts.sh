@@ -37,6 +37,8 @@ for n in /dev/nvidia* /dev/nvidia-caps/*; do [ -c "$n" ] && echo "node:$n"; done
 for f in '"$TARGETS"'; do echo "write:$f:$( (echo pwned >>"$f") 2>&1 | sed "s/.*: //")"; done
 echo "params:$( (echo ModifyDeviceFiles: 1 >>/proc/driver/nvidia/params) 2>&1 | sed "s/.*: //")"
 echo "procnew:$( (: >/proc/driver/nvidia/new) 2>&1 | sed "s/.*: //")"
+echo "gpusnew:$(mkdir /proc/driver/nvidia/gpus/new 2>&1 | sed "s/.*: //")"
+echo "gpuwrite:$(for g in /proc/driver/nvidia/gpus/*; do (: >"$g/new") 2>&1 | sed "s/.*: //"; done | sort -u | tr "\n" " ")"
 echo "modify:$(grep ModifyDeviceFiles /proc/driver/nvidia/params)"
 echo "procgpus:$(ls /proc/driver/nvidia/gpus | tr "\n" " ")"
 echo "open0:$(head -c1 /dev/nvidia0 2>&1 >/dev/null | sed "s/.*: //")"
@@ -168,6 +170,8 @@ check_writes() {
         done
         t_is "$(field params)" "Read-only file system" "$name: writing /proc/driver/nvidia/params fails with EROFS"
         t_is "$(field procnew)" "Read-only file system" "$name: creating a file in /proc/driver/nvidia fails with EROFS"
+        t_is "$(field gpusnew)" "Read-only file system" "$name: creating a directory in /proc/driver/nvidia/gpus fails with EROFS"
+        t_is "$(field gpuwrite)" "Read-only file system " "$name: creating a file in a GPU's directory there fails with EROFS"
         md5sum $HOST_FILES >"$T/$name/sums.after"
         t_ok "$name: the host's libcuda, nvidia-smi and firmware are byte-identical" \
                 cmp "$T/$name/sums.before" "$T/$name/sums.after"
