@@ -330,6 +330,9 @@ bench_rounds_row() {
                 BENCH_RT+=("| $2 | failed: ${BR_ERR[$1]:-no samples} | | | | | | | | |")
                 return
         fi
+        # GH_BENCH_SAMPLES=FILE: every sample too ("KIND ROUND:µs:CPUµs ..."), to pool the rounds of
+        # several runs (bench/pool.py).
+        [ -n "${GH_BENCH_SAMPLES:-}" ] && echo "$1 ${BR_S[$1]}" >>"$GH_BENCH_SAMPLES"
         read -r n med p90 min max dr dm cpu dcpu lo hi <<<"$(_bench_rounds_stats "$1")"
         [ "$1" = "$BENCH_BASE_KIND" ] && dr=- dm=- dcpu=- lo=- hi=-
         ci=-

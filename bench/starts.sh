@@ -262,6 +262,8 @@ bench_starts_rss() {
                                 "$T/bs-r-conf" --device=all --compute --utility
                         ;;
                 esac
+                # Only the kinds this run prepared (GH_BENCH_KINDS may leave some out).
+                [ $k = conf ] || [ -d "$T/bs-b-$k" ] || continue
                 if [ $k != conf ]; then
                         cp -a "$T/bs-b-$k" "$b" && _bs_wrap_hook "$b" "$T/bs-rss-$k.kib" $stage
                 fi
