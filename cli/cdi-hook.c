@@ -157,7 +157,12 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        struct gh_cdi_hook_opts o = { .root = g->root, .state_fd = STDIN_FILENO };
+        /* The driver-state cache (gpu-cli's: the host driver's, or --state-file): the requirements'
+         * facts, and which GPU each device node is for the /proc/driver/nvidia mask. */
+        struct gh_cdi_hook_opts o = { .root = g->root,
+                                      .state_fd = STDIN_FILENO,
+                                      .cache_file = g->state_file,
+                                      .cache = g->state_file ? &gh_statecache : NULL };
         _cleanup_error_ gh_error_t err = NULL;
         const char *log_file = NULL;
         _cleanup_close_ int state = -1;
@@ -205,11 +210,7 @@ int cmd_cdi_hook(int argc, char **argv, const struct cli_globals *g)
                         break;
                 case OPT_MASK_PROC: o.mask_proc = true; break;
                 case OPT_STATE_FROM_STDIN: o.start_dir = NULL; break;
-                case OPT_CHECK_REQUIREMENTS:
-                        o.check_requirements = true;
-                        o.cache_file = g->state_file; /* gpu-cli's: the host driver's cache, or --state-file */
-                        o.cache = g->state_file ? &gh_statecache : NULL;
-                        break;
+                case OPT_CHECK_REQUIREMENTS: o.check_requirements = true; break;
                 case OPT_CUDA_COMPAT: o.compat_driver = optarg; break;
                 case OPT_CONFIG: o.config = optarg; break;
                 case OPT_LOG:
