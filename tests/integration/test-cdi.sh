@@ -207,10 +207,13 @@ fi
 # ---------------------------------------------------------------------------------------------
 # runc, through cdi-apply.py: the hook takes the bundle from runc (it writes the state late) and
 # proves it; --state-from-stdin waits for the state instead.  Both must give the container its GPU.
+# runc_cdi NAME [CDI_HOOK_OPTION] [COMMAND] [GPU_CLI_OPTION]: nvidia.com/gpu=1 of the default spec,
+# the hook logging to runc-hook.debug.
 runc_cdi() {
-        local name=$1 extra=$2
+        local name=$1 extra=${2:-} global=${4:-}
+        local cmd=${3:-'nvidia-smi -L; grep ModifyDeviceFiles /proc/driver/nvidia/params'}
         rm -rf "$T/runc-rootfs" && make_busybox_rootfs "$T/runc-rootfs" --glibc
-        make_bundle "$T/runc-bundle" "$T/runc-rootfs" /bin/sh -c 'nvidia-smi -L; grep ModifyDeviceFiles /proc/driver/nvidia/params'
+        make_bundle "$T/runc-bundle" "$T/runc-rootfs" /bin/sh -c "$cmd"
         "$GH_PYTHON" "$GH_SOURCE_DIR/tests/helpers/cdi-apply.py" --spec "$T/spec-default.json" "$T/runc-bundle" nvidia.com/gpu=1
         : >"$T/runc-hook.debug"
         bundle_edit "$T/runc-bundle" '
@@ -218,7 +221,9 @@ for h in c["hooks"]["createContainer"]:
     if "cdi-hook" in h["args"]:
         h["args"].insert(1, "--debug=" + args[0])
         if args[1]:
-            h["args"].insert(h["args"].index("cdi-hook") + 1, args[1])' "$T/runc-hook.debug" "$extra"
+            h["args"].insert(h["args"].index("cdi-hook") + 1, args[1])
+        if args[2]:
+            h["args"].insert(1, args[2])' "$T/runc-hook.debug" "$extra" "$global"
         run_runc "$T/runc-bundle" "$name"
 }
 runc_cdi cdi-runc ""
@@ -243,24 +248,12 @@ if command -v "$RUNC" >/dev/null 2>&1; then
         cp "$INFO1" "$T/info1.saved"
         "$GPU_CLI" "--root=$T/drv" "--state-file=$T/cdi-state.json" cache refresh >/dev/null 2>&1
         sed -i 's/^Device Minor:.*/Device Minor: \t 9/' "$INFO1"
-        mask_cdi() {
-                rm -rf "$T/runc-rootfs" && make_busybox_rootfs "$T/runc-rootfs" --glibc
-                make_bundle "$T/runc-bundle" "$T/runc-rootfs" /bin/sh -c 'echo "gpus:$(ls /proc/driver/nvidia/gpus | tr "\n" ",")"'
-                "$GH_PYTHON" "$GH_SOURCE_DIR/tests/helpers/cdi-apply.py" --spec "$T/spec-default.json" "$T/runc-bundle" nvidia.com/gpu=1
-                : >"$T/mask-hook.debug"
-                bundle_edit "$T/runc-bundle" '
-for h in c["hooks"]["createContainer"]:
-    if "cdi-hook" in h["args"]:
-        h["args"].insert(1, "--debug=" + args[0])
-        if args[1]:
-            h["args"].insert(1, "--state-file=" + args[1])' "$T/mask-hook.debug" "$1"
-                run_runc "$T/runc-bundle" "mask-$2"
-        }
-        mask_cdi "$T/cdi-state.json" cache
+        MASK_CMD='echo "gpus:$(ls /proc/driver/nvidia/gpus | tr "\n" ",")"'
+        runc_cdi mask-cache "" "$MASK_CMD" "--state-file=$T/cdi-state.json"
         t_is "$RUN_RC:$(echo "$RUN_STDOUT" | sed -n 's/^gpus://p')" "0:${BUSIDS[1]}," \
                 "mask, warm driver-state cache: GPU 1's directory, its minor taken from the cache" || t_diag "$RUN_STDERR"
-        t_match "$(cat "$T/mask-hook.debug")" "driver-state cache $T/cdi-state.json: hit" "... the cache answered"
-        mask_cdi "" nocache
+        t_match "$(cat "$T/runc-hook.debug")" "driver-state cache $T/cdi-state.json: hit" "... the cache answered"
+        runc_cdi mask-nocache "" "$MASK_CMD"
         t_is "$RUN_RC:$(echo "$RUN_STDOUT" | sed -n 's/^gpus://p')" "0:" \
                 "mask, no cache: the GPU's information file is read (it now names minor 9: no directory shown)" || t_diag "$RUN_STDERR"
         cp "$T/info1.saved" "$INFO1"
