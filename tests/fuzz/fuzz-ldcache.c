@@ -19,13 +19,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define NAME "fuzz-input.cache"
 
+static char scratch_path[] = "/tmp/fuzz-ldcache.XXXXXX";
+
+/* The scratch directory goes when the run ends: a fuzz run leaves nothing in /tmp. */
+static void scratch_remove(void) { rmdir(scratch_path); }
+
 static int scratch_dir(void)
 {
         static int fd = -1;
-        static char path[] = "/tmp/fuzz-ldcache.XXXXXX";
 
-        if (fd < 0 && mkdtemp(path) != NULL)
-                fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 && mkdtemp(scratch_path) != NULL) {
+                atexit(scratch_remove);
+                fd = open(scratch_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        }
         return fd;
 }
 
@@ -73,6 +79,7 @@ static void roundtrip(const struct gh_ldcache *c)
         if (back->n != c->n || !contains_all(c, back) || !contains_all(back, c))
                 abort();
         gh_ldcache_close(back);
+        unlinkat(dir, "rewritten", 0);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
