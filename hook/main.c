@@ -23,6 +23,7 @@
 #include "oci.h"
 #include "podrecord.h"
 #include "proc.h"
+#include "steps.h"
 
 /* The engine tests (tests/integration/meson.build) build a second gpu-hook whose compiled-in default
  * points into the build directory: Docker runs the hook with no way to pass --config. */
@@ -333,6 +334,8 @@ int main(int argc, char **argv)
         int r, status;
 
         gh_log_set_program("gpu-hook");
+        GH_STEP_PROGRAM("gpu-hook");
+        GH_STEP("main");
         if (parse_args(argc, argv, &o) < 0)
                 return GH_EXIT_USAGE;
         /* Nothing to do after the container started: be gone before reading anything. */
@@ -357,8 +360,10 @@ int main(int argc, char **argv)
         } else {
                 status = r;
         }
+        GH_STEP("after");
         if (!o.dry_run)
                 gh_hooklog_write(&log, cfg.log.file);
+        GH_STEP("record");
         gh_hooklog_free(&log);
         gh_config_free(&cfg);
         gh_log_close();

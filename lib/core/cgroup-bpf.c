@@ -22,6 +22,7 @@
 #include "cleanup.h"
 #include "file.h"
 #include "log.h"
+#include "steps.h"
 
 #define PROLOGUE_HEAD 6 /* instructions that load the ctx fields */
 #define PER_RULE 6      /* instructions per allow rule */
@@ -603,8 +604,10 @@ int gh_cgroup_bpf_allow(int cgfd, const char *name, const struct gh_dev_rule *ru
         set.n = cnt;
         for (uint32_t i = 0; i < cnt; i++)
                 set.p[i].old_fd = set.p[i].new_fd = -1;
+        GH_STEP("cgroup.query");
         if (prepare(&set, ids, rules, n, err) < 0)
                 return gh_err_wrap(err, "allowing devices in cgroup %s", name);
+        GH_STEP("cgroup.prepare");
 
         for (done = 0; done < cnt; done++) {
                 if (attach(fd, set.p[done].new_fd, set.p[done].old_fd, flags) < 0)

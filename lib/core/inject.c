@@ -16,6 +16,7 @@
 #include "log.h"
 #include "plan.h"
 #include "rootfs.h"
+#include "steps.h"
 
 /* The container's view of /proc/driver/nvidia/gpus/BUSID: read-only, nothing to run or open. */
 #define PROC_GPU_FLAGS (GH_MNT_RDONLY | GH_MNT_NOSUID | GH_MNT_NODEV | GH_MNT_NOEXEC)
@@ -109,6 +110,7 @@ static int apply_proc_mask(struct gh_plan *plan, int rootfd, gh_error_t *err)
         tfd = gh_tmpfs_attach(rootfd, base, "mode=0755,size=1m", err);
         if (tfd < 0)
                 return gh_err_wrap(err, "masking /proc/driver/nvidia");
+        GH_STEP("mask.tmpfs");
         if (whole_driver_dir) {
                 if (mkdirat(tfd, "nvidia", 0555) < 0)
                         return gh_err(err, errno, "creating /proc/driver/nvidia in the container");
@@ -125,6 +127,7 @@ static int apply_proc_mask(struct gh_plan *plan, int rootfd, gh_error_t *err)
         if (mkdirat(nvfd, "gpus", 0755) < 0 ||
             (gpusfd = openat(nvfd, "gpus", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
                 return gh_err(err, errno, "creating /proc/driver/nvidia/gpus in the container");
+        GH_STEP("mask.files");
         /* Each GPU's directory in our own tmpfs, through its fds: mounted a moment ago and private,
          * so no path walk from the root and no propagation check per GPU (a server with 8 GPUs
          * saved some 200 system calls). */
@@ -135,6 +138,7 @@ static int apply_proc_mask(struct gh_plan *plan, int rootfd, gh_error_t *err)
                                       PROC_GPU_FLAGS, err) < 0)
                         return -1;
         }
+        GH_STEP("mask.gpus");
         if (fchmod(gpusfd, 0555) < 0 || fchmod(nvfd, 0555) < 0 || fchmod(tfd, 0555) < 0)
                 return gh_err(err, errno, "sealing /proc/driver/nvidia in the container");
         return gh_remount(rootfd, base, GH_MNT_RDONLY | GH_MNT_NOSUID | GH_MNT_NODEV | GH_MNT_NOEXEC, err);
@@ -184,11 +188,14 @@ static int target_dir(struct target_dirs *t, int rootfd, const char *cpath, bool
                 if (t->n == TARGET_DIRS)
                         return -2;
                 /* Before any directory is made: where they would be made must not be shared. */
+                GH_STEP("apply.item");
                 if (mounting && gh_check_creation_point(rootfd, cpath, err) < 0)
                         return -1;
+                GH_STEP("apply.sharedcheck");
                 if ((t->d[i].path = strndup(cpath, len)) == NULL)
                         return gh_err(err, ENOMEM, "resolving %s", cpath);
                 t->d[i].fd = gh_mkdir_p(rootfd, t->d[i].path, 0755, err);
+                GH_STEP("apply.dirs");
                 if (t->d[i].fd < 0) {
                         free(t->d[i].path);
                         return -1;
@@ -197,8 +204,10 @@ static int target_dir(struct target_dirs *t, int rootfd, const char *cpath, bool
                 t->n++;
         }
         if (mounting && !t->d[i].checked) {
+                GH_STEP("apply.item");
                 if (gh_check_not_shared(t->d[i].fd, cpath, err) < 0)
                         return -1;
+                GH_STEP("apply.sharedcheck");
                 t->d[i].checked = true;
         }
         return t->d[i].fd;
@@ -261,9 +270,11 @@ int gh_plan_apply(struct gh_plan *plan, int rootfd, gh_error_t *err)
                         *err = steal_pointer(&e);
                         return -1;
                 }
+                GH_STEP(it->kind == GH_ITEM_SYMLINK ? "apply.link" : "apply.item");
                 gh_debug("injected %s%s%s", it->dst, it->kind == GH_ITEM_SYMLINK ? " -> " : "",
                          it->kind == GH_ITEM_SYMLINK ? it->target : "");
         }
+        GH_STEP("apply.item");
         if (plan->mask_proc && apply_proc_mask(plan, rootfd, err) < 0)
                 return -1;
         return 0;

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "plan.h"
 #include "rootfs.h"
+#include "steps.h"
 
 #define CACHE "/etc/ld.so.cache"
 
@@ -105,6 +106,7 @@ int gh_ldcache_update(const struct gh_plan *plan, int rootfd, int procfd, gh_err
                 goto out;
         if (old == NULL && gh_ldscan(rootfd, procfd, &scanned, err) < 0)
                 goto out;
+        GH_STEP("ldcache.read");
         etc = gh_mkdir_p(rootfd, "/etc", 0755, err);
         if (etc < 0)
                 goto out;

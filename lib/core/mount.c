@@ -12,6 +12,7 @@
 #include "log.h"
 #include "mount.h"
 #include "rootfs.h"
+#include "steps.h"
 #include "syscalls.h"
 
 #ifndef MS_PRIVATE
@@ -346,6 +347,7 @@ int gh_attach_in(struct gh_source *src, int rootfd, int dirfd, const char *name,
          * itself a mount point) goes the careful way. */
         _cleanup_close_ int target = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 
+        GH_STEP("apply.create");
         if (target < 0 && errno == EEXIST)
                 return gh_attach(src, rootfd, cpath, GH_TARGET_FILE, flags, err);
         if (target < 0)
@@ -364,8 +366,10 @@ static int attach_onto(struct gh_source *src, int target, int rootfd, const char
                 if ((!src->has_flags || src->flags != flags) &&
                     gh_mount_setattr(src->fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
                         return gh_err(err, errno, "setting mount flags for %s", cpath);
+                GH_STEP("apply.setattr");
                 if (gh_move_mount(src->fd, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
                         return gh_err(err, errno, "mounting %s onto %s", src->path, cpath);
+                GH_STEP("apply.move");
                 /* The clone is attached now; a second attach of the same fd would fail. */
                 close(src->fd);
                 src->fd = -1;
