@@ -28,6 +28,7 @@
 #include "require.h"
 #include "rootfs.h"
 #include "select.h"
+#include "steps.h"
 
 static long now_us(void)
 {
@@ -42,17 +43,13 @@ static long now_us(void)
  * builds; the fingerprint is taken before anything is discovered, so a driver that changes meanwhile
  * leaves a kept plan that no longer matches.  ns is opened here (its layout is part of the key) when
  * it can be; a failure to open it is left to the caller's own attempt, so a miss reports what it
- * always reported, in the order it always did. */
+ * always reported, in the order it always did (a missing driver: discovery says so in its words). */
 static int kept_plan(const struct gh_configure_opts *o, int droot, struct gh_ns *ns, struct gh_layout *layout,
                      struct gh_plan *plan, char **key, char **fp_text)
 {
         const struct gh_request *req = o->req;
-        _cleanup_driver_fp_ struct gh_driver_fp fp = { 0 };
-        _cleanup_error_ gh_error_t e = NULL;
 
         *key = *fp_text = NULL;
-        if (gh_driver_fingerprint(droot, NULL, &fp, &e) < 0)
-                return 0; /* no driver: discovery says so in its words */
         {
                 _cleanup_error_ gh_error_t e1 = NULL, e2 = NULL;
                 int r = gh_caps_enter(GH_PHASE_ENTER, &e1) < 0 ? -1 : gh_ns_open(o->pid, o->rootfs, ns, &e1);
@@ -61,12 +58,13 @@ static int kept_plan(const struct gh_configure_opts *o, int droot, struct gh_ns 
                         return 0;
                 }
         }
+        GH_STEP("driver.ns");
         gh_layout_detect(ns->host_rootfs, layout);
-        *fp_text = steal_pointer(&fp.text);
+        GH_STEP("driver.layout");
         /* Bound device nodes are checked as they are opened (gh_plan_open_sources: a node that is
          * gone or changed makes gh_configure build the plan anew); nodes made with mknod are
          * opened by nobody, so gh_plan_cache_find checks those. */
-        return gh_plan_cache_find(droot, o->root, o->ldcache, o->path, req, layout, *fp_text, false, plan, key);
+        return gh_plan_cache_find(droot, o->root, o->ldcache, o->path, req, layout, false, plan, key, fp_text);
 }
 
 /* Discovery (the one path, discover.h), the container's namespaces (unless kept_plan opened them)
@@ -114,8 +112,10 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         memset(&ns, 0, sizeof(ns));
         ns.self_mnt = ns.self_root = ns.self_cwd = ns.target_mnt = ns.proc_fd = ns.host_rootfs = ns.init_root = -1;
 
+        GH_STEP("hook");
         if (gh_caps_init(err) < 0 || gh_caps_enter(GH_PHASE_DISCOVER, err) < 0)
                 return -1;
+        GH_STEP("caps");
 
         /* A plan kept for this request on this driver and this layout (not with --no-cache): then
          * discovery and the plan are what an earlier start decided, and everything from the sources
@@ -124,6 +124,7 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
             req->state_file != NULL) {
                 _cleanup_error_ gh_error_t e = NULL;
                 kroot = gh_driver_root_open(o->root, &e); /* a failure: gh_discover says it again */
+                GH_STEP("driver.root");
                 if (kroot >= 0)
                         kept = kept_plan(o, kroot, &ns, &layout, &plan, &plan_key, &plan_fp) == 1;
         }
@@ -143,8 +144,10 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         /* The image's part (CUDA forward compatibility), decided for this image whether the plan was
          * kept or built: a kept plan is keyed by the request and layout, not by the image.  The image
          * is read on the host side, through the same fd. */
+        GH_STEP("plan");
         if (gh_plan_for_image(&plan, ns.host_rootfs, AT_FDCWD, req, err) < 0)
                 goto out;
+        GH_STEP("plan.image");
         droot = kept ? kroot : d.droot;
         if (req->ldconfig != NULL && ldconfig_fd < 0) {
                 ldconfig_fd = gh_ldconfig_open(req->ldconfig, err);
@@ -170,6 +173,7 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
                 goto build;
         }
         t->open_us = now_us() - td;
+        GH_STEP("open");
         /* A host mount can reach an already pivoted container only as a detached clone. */
         if (ns.pivoted) {
                 for (size_t i = 0; i < plan.n; i++) {
@@ -193,6 +197,7 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
         if (gh_caps_enter(GH_PHASE_MOUNT, err) < 0)
                 goto out;
         t->enter_us = now_us() - t1;
+        GH_STEP("enter");
         if (gh_plan_apply(&plan, rootfd, err) < 0) {
                 gh_err_wrap(
                         err,
@@ -200,6 +205,7 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
                 goto out;
         }
         t->mount_us = now_us() - t1;
+        GH_STEP("apply.end");
 
         t1 = now_us();
         if (ldconfig_fd >= 0) {
@@ -218,12 +224,14 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
                         goto out;
         }
         t->ldcache_us = now_us() - t1;
+        GH_STEP("ldcache");
 
         if (gh_caps_enter(GH_PHASE_ENTER, err) < 0 || gh_ns_leave(&ns, err) < 0)
                 goto out;
         gh_mount_set_procfd(AT_FDCWD);
         gh_mount_set_engine_root(AT_FDCWD);
 
+        GH_STEP("leave");
         t1 = now_us();
         if (!req->no_cgroups && plan.nrules > 0) {
                 if (gh_caps_enter(GH_PHASE_CGROUP, err) < 0 ||
@@ -231,6 +239,7 @@ int gh_configure(const struct gh_configure_opts *o, struct gh_configure_timings 
                         goto out;
         }
         t->cgroup_us = now_us() - t1;
+        GH_STEP("cgroup");
         ret = 0;
 out:
         gh_mount_set_procfd(AT_FDCWD);
@@ -248,6 +257,7 @@ out:
                 gh_caps_enter(GH_PHASE_DONE, &e);
                 gh_error_free(&e);
         }
+        GH_STEP("free");
         t->total_us = now_us() - t0;
         return ret;
 }

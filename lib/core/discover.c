@@ -195,7 +195,6 @@ void gh_discovery_free(struct gh_discovery *d)
 static int plan_kept(const char *driver_root, const char *ldcache, const char *path, const struct gh_request *req,
                      const struct gh_layout *layout, struct gh_plan *out, char **key, char **fp_text)
 {
-        _cleanup_driver_fp_ struct gh_driver_fp fp = { 0 };
         _cleanup_error_ gh_error_t e = NULL;
         _cleanup_close_ int droot = -1;
 
@@ -204,10 +203,9 @@ static int plan_kept(const char *driver_root, const char *ldcache, const char *p
             req->state_file == NULL)
                 return 0;
         droot = gh_driver_root_open(driver_root, &e);
-        if (droot < 0 || gh_driver_fingerprint(droot, NULL, &fp, &e) < 0)
+        if (droot < 0)
                 return 0; /* discovery says why in its words */
-        *fp_text = steal_pointer(&fp.text);
-        return gh_plan_cache_find(droot, driver_root, ldcache, path, req, layout, *fp_text, true, out, key);
+        return gh_plan_cache_find(droot, driver_root, ldcache, path, req, layout, true, out, key, fp_text);
 }
 
 int gh_plan_for_root(const char *driver_root, const char *ldcache, const char *path, const struct gh_request *req,

@@ -376,4 +376,38 @@ fail:
         return -1;
 }
 
+int gh_driver_fp_libs_of(const char *text, char **libs)
+{
+        for (size_t i = 0; i < GH_DRIVER_FP_NLIBS; i++)
+                libs[i] = NULL;
+        for (const char *line = text; line != NULL && *line != '\0';) {
+                const char *end = strchr(line, '\n'), *p;
+                size_t n;
+                if (end == NULL)
+                        end = line + strlen(line);
+                for (size_t i = 0; i < GH_DRIVER_FP_NLIBS; i++) {
+                        n = strlen(lib_names[i]);
+                        if (libs[i] != NULL || (size_t) (end - line) < 5 + n + 1 || strncmp(line, "lib ", 4) != 0 ||
+                            strncmp(line + 4, lib_names[i], n) != 0 || line[4 + n] != ' ')
+                                continue;
+                        p = line + 5 + n;
+                        n = strcspn(p, " \n");
+                        libs[i] = n == 1 && p[0] == '-' ? strdup("") : strndup(p, n);
+                        if (libs[i] == NULL)
+                                goto fail;
+                }
+                line = *end ? end + 1 : end;
+        }
+        for (size_t i = 0; i < GH_DRIVER_FP_NLIBS; i++)
+                if (libs[i] == NULL)
+                        goto fail;
+        return 0;
+fail:
+        for (size_t i = 0; i < GH_DRIVER_FP_NLIBS; i++) {
+                free(libs[i]);
+                libs[i] = NULL;
+        }
+        return -1;
+}
+
 /* ---- file format ---- */

@@ -37,4 +37,10 @@ void gh_driver_fp_free(struct gh_driver_fp *fp);
  * root's /etc/ld.so.cache (the one the NVML service's dlopen uses); else uses these paths. */
 int gh_driver_fingerprint(int rootfd, char *const *libs, struct gh_driver_fp *fp, gh_error_t *err);
 
+/* The library paths a fingerprint text names (its "lib" lines; "" for one it found absent), each
+ * malloc'ed into libs, for taking the fingerprint again without looking them up in the
+ * ld.so.cache: 0, or -1 (libs all NULL) when the text has not both lines.  A path read wrong only
+ * makes the new text differ, never match. */
+int gh_driver_fp_libs_of(const char *text, char **libs);
+
 #endif

@@ -74,10 +74,10 @@ struct gh_gpu_cache {
         int (*lookup)(int rootfd, const char *path, struct gh_gpu_list *list, char *why, size_t size);
         int (*save)(const char *path, const struct gh_driver_fp *fp, const struct gh_gpu_list *list,
                     struct gpuhook_error **err);
-        /* Plans (plancache.h), kept by the same cache: plan_lookup returns 1 with *text (malloc'ed)
-         * when a plan is kept under key for this fingerprint text, else 0; plan_save keeps one.
-         * Either may be NULL (no plans kept). */
-        int (*plan_lookup)(const char *path, const char *key, const char *fingerprint, char **text);
+        /* Plans (plancache.h), kept by the same cache: plan_lookup returns 1 with *fingerprint (the
+         * fingerprint text it was kept under) and *text, both malloc'ed, when a plan is kept under
+         * key, else 0; plan_save keeps one.  Either may be NULL (no plans kept). */
+        int (*plan_lookup)(const char *path, const char *key, char **fingerprint, char **text);
         int (*plan_save)(const char *path, const char *key, const char *fingerprint, const char *text,
                          struct gpuhook_error **err);
 };

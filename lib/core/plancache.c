@@ -10,10 +10,12 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fingerprint.h"
 #include "jsonread.h"
 #include "log.h"
 #include "plancache.h"
 #include "rootfs.h"
+#include "steps.h"
 
 /* ---- writing ------------------------------------------------------------------------------- */
 
@@ -401,17 +403,46 @@ char *gh_plan_cache_key(int droot, const char *root, const char *ldcache, const 
         return buf;
 }
 
+/* Whether the driver's fingerprint, taken with the libraries kept names, is kept: then *fp_text. */
+static bool same_driver(int droot, const char *kept, char **fp_text)
+{
+        _cleanup_driver_fp_ struct gh_driver_fp fp = { 0 };
+        _cleanup_error_ gh_error_t e = NULL;
+        char *libs[GH_DRIVER_FP_NLIBS];
+        bool same;
+
+        if (gh_driver_fp_libs_of(kept, libs) < 0)
+                return false;
+        same = gh_driver_fingerprint(droot, libs, &fp, &e) == 0 && strcmp(fp.text, kept) == 0;
+        for (size_t i = 0; i < GH_DRIVER_FP_NLIBS; i++)
+                free(libs[i]);
+        if (same)
+                *fp_text = steal_pointer(&fp.text);
+        return same;
+}
+
 int gh_plan_cache_find(int droot, const char *root, const char *ldcache, const char *path, const struct gh_request *req,
-                       const struct gh_layout *layout, const char *fp_text, bool check_all_devices,
-                       struct gh_plan *plan, char **key)
+                       const struct gh_layout *layout, bool check_all_devices, struct gh_plan *plan, char **key,
+                       char **fp_text)
 {
         _cleanup_error_ gh_error_t e = NULL;
-        _cleanup_free_ char *text = NULL;
+        _cleanup_free_ char *text = NULL, *kept_fp = NULL;
 
+        *fp_text = NULL;
         *key = gh_plan_cache_key(droot, root, ldcache, path, req, layout);
-        if (*key == NULL || req->cache->plan_lookup(req->state_file, *key, fp_text, &text) != 1)
+        GH_STEP("driver.key");
+        if (*key == NULL || req->cache->plan_lookup(req->state_file, *key, &kept_fp, &text) != 1 ||
+            (GH_STEP("driver.planfile"), !same_driver(droot, kept_fp, fp_text))) {
+                /* No plan for this driver: the fingerprint to keep the one built now under, taken
+                 * whole (the libraries looked up in the ld.so.cache) before anything is discovered. */
+                _cleanup_driver_fp_ struct gh_driver_fp fp = { 0 };
+                if (gh_driver_fingerprint(droot, NULL, &fp, &e) == 0)
+                        *fp_text = steal_pointer(&fp.text);
+                GH_STEP("driver.fingerprint");
                 return 0;
-        if (gh_plan_from_text(text, strlen(text), plan, &e) < 0 ||
+        }
+        GH_STEP("driver.fingerprint");
+        if (gh_plan_from_text(text, strlen(text), plan, &e) < 0 || (GH_STEP("driver.planparse"), 0) ||
             ((check_all_devices || plan->no_devbind) && gh_plan_check_devices(plan, droot, &e) < 0)) {
                 gh_debug("plan: the kept one is refused (%s); building it", e->msg);
                 gh_plan_free(plan);

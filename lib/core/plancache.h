@@ -34,14 +34,18 @@ int gh_plan_check_devices(const struct gh_plan *plan, int droot, gh_error_t *err
 char *gh_plan_cache_key(int droot, const char *root, const char *ldcache, const char *path,
                         const struct gh_request *req, const struct gh_layout *layout);
 
-/* The plan kept under the key of (droot, root, ldcache, path, req, layout) for the fingerprint text
- * fp_text, in req's cache (which must keep plans: plan_lookup, plan_save, state_file): 1 with
- * *plan filled; 0 when none is kept or the kept one is refused (not valid, or a device node it
- * names is not that node under droot: every one with check_all_devices, else those it makes with
- * mknod).  *key is the key (malloc'ed, NULL when out of memory) for gh_plan_cache_keep. */
+/* The plan kept under the key of (droot, root, ldcache, path, req, layout) in req's cache (which
+ * must keep plans: plan_lookup, plan_save, state_file) while the driver's fingerprint is the one it
+ * was kept under: 1 with *plan filled; 0 when none is kept, the fingerprint changed or the kept one
+ * is refused (not valid, or a device node it names is not that node under droot: every one with
+ * check_all_devices, else those it makes with mknod).  The fingerprint is first taken with the
+ * libraries the kept one names (the root's ld.so.cache, whose identity it holds, is not parsed
+ * again); on a miss it is taken whole, before anything is discovered.  *key (the key) and *fp_text
+ * (the fingerprint to keep a plan under; NULL when the driver has none), malloc'ed, are for
+ * gh_plan_cache_keep. */
 int gh_plan_cache_find(int droot, const char *root, const char *ldcache, const char *path, const struct gh_request *req,
-                       const struct gh_layout *layout, const char *fp_text, bool check_all_devices,
-                       struct gh_plan *plan, char **key);
+                       const struct gh_layout *layout, bool check_all_devices, struct gh_plan *plan, char **key,
+                       char **fp_text);
 
 /* Keeps plan under key for fp_text in req's cache (nothing when either is NULL, or for a plan
  * that joins an MPS group); a failure is only logged: the next start builds it again. */

@@ -428,22 +428,27 @@ static char *plan_file(const char *path, const char *key)
         return asprintf(&f, "%s.plan-%016llx", path, (unsigned long long) h) < 0 ? NULL : f;
 }
 
-int gh_statecache_plan_lookup(const char *path, const char *key, const char *fingerprint, char **text)
+int gh_statecache_plan_lookup(const char *path, const char *key, char **fingerprint, char **text)
 {
         _cleanup_error_ gh_error_t err = NULL;
         _cleanup_free_ char *file = plan_file(path, key), *buf = NULL;
         size_t len, kl, fl, pl;
         int hdr = 0;
 
-        *text = NULL;
+        *fingerprint = *text = NULL;
         if (file == NULL || read_checked(file, &buf, &len, &err) < 0)
                 return 0;
         if (sscanf(buf, PLAN_MAGIC " %zu %zu %zu\n%n", &kl, &fl, &pl, &hdr) != 3 || hdr <= 0 || (size_t) hdr > len ||
-            kl != strlen(key) || fl != strlen(fingerprint) || len - (size_t) hdr != kl + fl + pl ||
-            memcmp(buf + hdr, key, kl) != 0 || memcmp(buf + hdr + kl, fingerprint, fl) != 0)
+            kl != strlen(key) || len - (size_t) hdr != kl + fl + pl || memcmp(buf + hdr, key, kl) != 0)
                 return 0;
+        *fingerprint = strndup(buf + hdr + kl, fl);
         *text = strndup(buf + hdr + kl + fl, pl);
-        return *text != NULL && strlen(*text) == pl;
+        if (*fingerprint != NULL && strlen(*fingerprint) == fl && *text != NULL && strlen(*text) == pl)
+                return 1;
+        free(*fingerprint);
+        free(*text);
+        *fingerprint = *text = NULL;
+        return 0;
 }
 
 int gh_statecache_plan_save(const char *path, const char *key, const char *fingerprint, const char *text,

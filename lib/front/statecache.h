@@ -52,11 +52,12 @@ int gh_statecache_save(const char *path, const struct gh_driver_fp *fp, const st
 /* Removes the file (and temp files a killed writer left).  Missing is not an error. */
 int gh_statecache_clear(const char *path, gh_error_t *err);
 
-/* Plans kept next to the cache file (core/plancache.h): lookup returns 1 and *text (malloc'ed) when
- * a plan is kept under key for this fingerprint, else 0; save keeps one (at most
+/* Plans kept next to the cache file (core/plancache.h): lookup returns 1 with *fingerprint (the
+ * driver's fingerprint text the plan was kept under) and *text, both malloc'ed, when a plan is kept
+ * under key, else 0 (the caller compares the fingerprint: plancache.c); save keeps one (at most
  * GH_STATECACHE_MAX_PLANS; clear removes them with the cache). */
 #define GH_STATECACHE_MAX_PLANS 32
-int gh_statecache_plan_lookup(const char *path, const char *key, const char *fingerprint, char **text);
+int gh_statecache_plan_lookup(const char *path, const char *key, char **fingerprint, char **text);
 int gh_statecache_plan_save(const char *path, const char *key, const char *fingerprint, const char *text,
                             gh_error_t *err);
 

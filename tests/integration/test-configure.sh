@@ -342,6 +342,17 @@ pc_file() { ls "$PCSF".plan-* | head -n1; }
 # The driver changed (its ld.so.cache's identity is part of the fingerprint).
 touch -d '2001-01-01 00:00:00' "$DRV/etc/ld.so.cache"
 pc_expect_rebuilt pc4 "after the driver's ld.so.cache changed"
+# The driver's libcuda changed while its ld.so.cache did not: the fingerprint, taken with the
+# libraries the kept plan's names (the cache is not parsed again), still sees the file's identity.
+PC_CUDA=$(readlink -f "$(find "$DRV" -path '*/x86_64-linux-gnu/libcuda.so.1' | head -n 1)")
+if [ -f "$PC_CUDA" ]; then
+        pc_start pc4a
+        t_match "$(cat "$T/cli-pc4a.log")" 'plan: kept one' "kept plan: (taken again before libcuda changes)"
+        touch -d '2001-01-01 00:00:00' "$PC_CUDA"
+        pc_expect_rebuilt pc4b "after the driver's libcuda changed (same ld.so.cache)"
+else
+        t_skip "kept plan: after the driver's libcuda changed" "no libcuda.so.1 in the fake driver root"
+fi
 # A forged plan, root's and well framed, naming another character device (1:3, /dev/null's numbers)
 # for /dev/nvidiactl and its rule: refused because the driver root's node is not that device.
 "$GH_PYTHON" - "$(pc_file)" <<'PY'

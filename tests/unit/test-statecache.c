@@ -236,6 +236,20 @@ static void test_equivalence(void)
 /* Plans kept next to the cache file (gh_statecache_plan_*): handed back only under the same key and
  * the same fingerprint, and never from a file that is not root's alone, cut short or tampered with
  * (then the caller builds the plan); cache clear removes them. */
+/* gh_statecache_plan_lookup, and the fingerprint it hands back compared as plancache.c does: 1
+ * only for a plan kept under key and want. */
+static int lookup(const char *state, const char *key, const char *want, char **text)
+{
+        _cleanup_free_ char *kept = NULL;
+        int r = gh_statecache_plan_lookup(state, key, &kept, text);
+
+        if (r == 1 && strcmp(kept, want) == 0)
+                return 1;
+        free(*text);
+        *text = NULL;
+        return 0;
+}
+
 static void test_plans(void)
 {
         char dir[PATH_MAX + 16], state[PATH_MAX + 32];
@@ -251,27 +265,25 @@ static void test_plans(void)
         snprintf(state, sizeof(state), "%s/state.json", dir);
         ok(mkdir(dir, 0755) == 0, "plans: a cache directory");
         ok(gh_statecache_plan_save(state, key, fp, plan, &err) == 0, "plans: one is kept");
-        ok(gh_statecache_plan_lookup(state, key, fp, &text) == 1 && text && strcmp(text, plan) == 0,
-           "plans: and handed back, byte for byte");
+        ok(lookup(state, key, fp, &text) == 1 && text && strcmp(text, plan) == 0,
+           "plans: and handed back, byte for byte, with the fingerprint it was kept under");
         free(text);
         text = NULL;
-        ok(gh_statecache_plan_lookup(state, key, "boot 1\nversion 581\n", &text) == 0 && text == NULL,
+        ok(lookup(state, key, "boot 1\nversion 581\n", &text) == 0 && text == NULL,
            "plans: not under another fingerprint (a driver change)");
-        ok(gh_statecache_plan_lookup(state, "root /\narg --device=0\n", fp, &text) == 0 && text == NULL,
-           "plans: not under another key");
+        ok(lookup(state, "root /\narg --device=0\n", fp, &text) == 0 && text == NULL, "plans: not under another key");
         is_int(sh("n=$(ls '%s'/state.json.plan-* | wc -l); [ $n = 1 ]", dir), 0, "plans: in one file");
         sh("chmod 0666 '%s'/state.json.plan-*", dir);
-        ok(gh_statecache_plan_lookup(state, key, fp, &text) == 0, "plans: not from a file others may write");
+        ok(lookup(state, key, fp, &text) == 0, "plans: not from a file others may write");
         sh("chmod 0644 '%s'/state.json.plan-*", dir);
-        ok(gh_statecache_plan_lookup(state, key, fp, &text) == 1, "plans: (mode restored: handed back again)");
+        ok(lookup(state, key, fp, &text) == 1, "plans: (mode restored: handed back again)");
         free(text);
         text = NULL;
         sh("f=$(ls '%s'/state.json.plan-*); head -c -2 \"$f\" >\"$f.x\"; cat \"$f.x\" >\"$f\"; rm \"$f.x\"", dir);
-        ok(gh_statecache_plan_lookup(state, key, fp, &text) == 0, "plans: not from a file cut short");
+        ok(lookup(state, key, fp, &text) == 0, "plans: not from a file cut short");
         ok(gh_statecache_plan_save(state, key, fp, plan, &err) == 0, "plans: kept again");
         sh("f=$(ls '%s'/state.json.plan-*); sed -i 's/version 580/version 581/' \"$f\"", dir);
-        ok(gh_statecache_plan_lookup(state, key, fp, &text) == 0,
-           "plans: not when the fingerprint in the file differs");
+        ok(lookup(state, key, fp, &text) == 0, "plans: not when the fingerprint in the file differs");
         for (int i = 0; i < GH_STATECACHE_MAX_PLANS + 3; i++) {
                 char k[64];
                 snprintf(k, sizeof(k), "key %d", i);
