@@ -591,7 +591,8 @@ int gh_cgroup_bpf_allow(int cgfd, const char *name, const struct gh_dev_rule *ru
         if (query(fd, false, &ids, &cnt, &flags) < 0)
                 return gh_err(err, errno, "querying the device programs of cgroup %s%s", name,
                               errno == EPERM ? " (needs CAP_SYS_ADMIN)" : "");
-        if (query(fd, true, &all, &nall, NULL) == 0 && nall > cnt)
+        /* The effective list only feeds a debug line: no second query on the way of a start. */
+        if (gh_log_get_level() >= GH_LOG_DEBUG && query(fd, true, &all, &nall, NULL) == 0 && nall > cnt)
                 gh_debug("cgroup %s: %u device program(s) of ancestor cgroups also apply and are left as they are",
                          name, nall - cnt);
         if (cnt == 0) {

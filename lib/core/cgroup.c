@@ -179,15 +179,104 @@ static int open_below(int mntfd, const char *rel, gh_error_t *err)
         return TAKE_FD(cur);
 }
 
-static int open_cgroup(enum gh_cgroup_version v, const char *cgpath, struct gh_cgroup *cg, gh_error_t *err)
+/* Checks the opened cgroup directory FD (below the mount MNTFD) before we write to it. */
+static int check_dir(enum gh_cgroup_version v, int mntfd, int fd)
 {
-        _cleanup_fclose_ FILE *mi = fopen("/proc/self/mountinfo", "re");
-        _cleanup_free_ char *mnt = NULL;
-        _cleanup_close_ int mntfd = -1, fd = -1;
         struct statfs sfs;
         struct stat mst, st;
+
+        /* A mount on top of a cgroup directory would send our writes elsewhere. */
+        if (fstat(mntfd, &mst) < 0 || fstat(fd, &st) < 0 || fstatfs(fd, &sfs) < 0)
+                return -errno;
+        if (st.st_dev != mst.st_dev || sfs.f_type != (v == GH_CGROUP_V1 ? CGROUP_SUPER_MAGIC : CGROUP2_SUPER_MAGIC))
+                return -ENOTDIR;
+        return 0;
+}
+
+static int set_found(enum gh_cgroup_version v, const char *mnt, const char *rel, int *fd, struct gh_cgroup *cg,
+                     gh_error_t *err)
+{
+        if (asprintf(&cg->path, "%s%s%s", mnt, *rel ? "/" : "", rel) < 0)
+                return gh_err(err, ENOMEM, "opening cgroup");
+        cg->version = v;
+        cg->dirfd = TAKE_FD(*fd);
+        return 0;
+}
+
+static bool known_mounts = true;
+
+void gh_cgroup_set_known_mounts(bool on) { known_mounts = on; }
+
+/* Whether the cgroup.procs of the cgroup directory FD lists PID.  A process is in exactly one
+ * cgroup of a hierarchy, so a directory that lists it is its cgroup, whatever the mount's root or
+ * the cgroup namespace it was mounted from.  A list longer than the buffer answers no (the caller
+ * then takes the slow way); a container's cgroup holds one process when the hook runs. */
+static bool lists_pid(int fd, pid_t pid)
+{
+        _cleanup_close_ int procs = openat(fd, "cgroup.procs", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        char buf[4096], want[24];
+        size_t len = 0, wl;
+        ssize_t n;
+
+        if (procs < 0)
+                return false;
+        while (len < sizeof(buf) - 1 && (n = read(procs, buf + len, sizeof(buf) - 1 - len)) > 0)
+                len += (size_t) n;
+        if (len == sizeof(buf) - 1)
+                return false;
+        buf[len] = '\0';
+        wl = (size_t) snprintf(want, sizeof(want), "%d\n", (int) pid);
+        for (const char *l = buf; *l;) {
+                if (strncmp(l, want, wl) == 0)
+                        return true;
+                l = strchr(l, '\n');
+                if (l == NULL)
+                        break;
+                l++;
+        }
+        return false;
+}
+
+/* The usual places of the hierarchy: the devices controller's v1 mount, the unified mount of a
+ * cgroup2 host, the unified mount of a hybrid one.  Trying them saves reading and parsing all of
+ * mountinfo, which grows with the host's mounts (hundreds on a busy Kubernetes node).  Anything
+ * unexpected (another filesystem there, a mount of part of the tree, a cgroup namespace, a
+ * directory that does not list PID) answers -1 and mountinfo decides. */
+static int open_known(enum gh_cgroup_version v, pid_t pid, const char *cgpath, struct gh_cgroup *cg)
+{
+        static const char *const v1_mnts[] = { "/sys/fs/cgroup/devices", NULL };
+        static const char *const v2_mnts[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified", NULL };
+
+        if (!known_mounts || cgpath[0] != '/')
+                return -1;
+        for (const char *const *m = v == GH_CGROUP_V1 ? v1_mnts : v2_mnts; *m; m++) {
+                _cleanup_close_ int mntfd = open(*m, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), fd = -1;
+                struct statfs sfs;
+
+                if (mntfd < 0 || fstatfs(mntfd, &sfs) < 0 ||
+                    sfs.f_type != (v == GH_CGROUP_V1 ? CGROUP_SUPER_MAGIC : CGROUP2_SUPER_MAGIC))
+                        continue;
+                fd = open_below(mntfd, cgpath + 1, NULL);
+                if (fd < 0 || check_dir(v, mntfd, fd) < 0 || !lists_pid(fd, pid))
+                        continue;
+                /* A v1 mount there of another controller would list PID too. */
+                if (v == GH_CGROUP_V1 && faccessat(fd, "devices.allow", F_OK, AT_EACCESS) < 0)
+                        continue;
+                return set_found(v, *m, cgpath + 1, &fd, cg, NULL);
+        }
+        return -1;
+}
+
+static int open_cgroup(enum gh_cgroup_version v, pid_t pid, const char *cgpath, struct gh_cgroup *cg, gh_error_t *err)
+{
+        _cleanup_fclose_ FILE *mi = NULL;
+        _cleanup_free_ char *mnt = NULL;
+        _cleanup_close_ int mntfd = -1, fd = -1;
         const char *rel;
 
+        if (open_known(v, pid, cgpath, cg) == 0)
+                return 0;
+        mi = fopen("/proc/self/mountinfo", "re");
         if (mi == NULL)
                 return gh_err(err, errno, "reading /proc/self/mountinfo");
         if (gh_cgroup_find_mount(mi, v, cgpath, &mnt, &rel, err) < 0)
@@ -198,17 +287,13 @@ static int open_cgroup(enum gh_cgroup_version v, const char *cgpath, struct gh_c
         fd = open_below(mntfd, rel, err);
         if (fd < 0)
                 return gh_err_wrap(err, "in %s", mnt);
-        /* A mount on top of a cgroup directory would send our writes elsewhere. */
-        if (fstat(mntfd, &mst) < 0 || fstat(fd, &st) < 0 || fstatfs(fd, &sfs) < 0)
-                return gh_err(err, errno, "checking cgroup %s%s", mnt, cgpath);
-        if (st.st_dev != mst.st_dev || sfs.f_type != (v == GH_CGROUP_V1 ? CGROUP_SUPER_MAGIC : CGROUP2_SUPER_MAGIC))
+        errno = -check_dir(v, mntfd, fd);
+        if (errno == ENOTDIR)
                 return gh_err(err, 0, "%s/%s is not a cgroup%s directory of the mount %s", mnt, rel,
                               v == GH_CGROUP_V1 ? " v1" : "2", mnt);
-        if (asprintf(&cg->path, "%s%s%s", mnt, *rel ? "/" : "", rel) < 0)
-                return gh_err(err, ENOMEM, "opening cgroup");
-        cg->version = v;
-        cg->dirfd = TAKE_FD(fd);
-        return 0;
+        if (errno != 0)
+                return gh_err(err, errno, "checking cgroup %s%s", mnt, cgpath);
+        return set_found(v, mnt, rel, &fd, cg, err);
 }
 
 int gh_cgroup_find(pid_t pid, enum gh_cgroup_version want, struct gh_cgroup *cg, gh_error_t *err)
@@ -238,7 +323,7 @@ int gh_cgroup_find(pid_t pid, enum gh_cgroup_version want, struct gh_cgroup *cg,
                               "the runtime does not confine devices",
                               (int) pid, want == GH_CGROUP_V1 ? "cgroup v1 devices hierarchy" : "cgroup2 hierarchy",
                               proc);
-        if (open_cgroup(want, want == GH_CGROUP_V1 ? v1 : v2, cg, err) < 0)
+        if (open_cgroup(want, pid, want == GH_CGROUP_V1 ? v1 : v2, cg, err) < 0)
                 return gh_err_wrap(err, "finding the device cgroup of process %d", (int) pid);
         return 0;
 }

@@ -58,6 +58,12 @@ int gh_cgroup_allow_devices(pid_t pid, const struct gh_dev_rule *rules, size_t n
 /* Finds and opens the device cgroup of PID.  `want` forces a hierarchy (a hybrid host has both).
  * Release with gh_cgroup_close(). */
 int gh_cgroup_find(pid_t pid, enum gh_cgroup_version want, struct gh_cgroup *cg, gh_error_t *err);
+
+/* gh_cgroup_find first tries the usual mount points (/sys/fs/cgroup/devices for v1;
+ * /sys/fs/cgroup, then /sys/fs/cgroup/unified for v2) and takes a directory there only when its
+ * cgroup.procs lists PID; otherwise, and always after set_known_mounts(false) (tests), the mount
+ * comes from /proc/self/mountinfo. */
+void gh_cgroup_set_known_mounts(bool on);
 void gh_cgroup_close(struct gh_cgroup *cg);
 
 int gh_cgroup_allow(const struct gh_cgroup *cg, const struct gh_dev_rule *rules, size_t n, gh_error_t *err);

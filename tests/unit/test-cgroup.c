@@ -369,6 +369,76 @@ static const char *allow(pid_t pid, enum gh_cgroup_version v, const struct gh_de
         return in_child(allow_now);
 }
 
+/* --- finding the cgroup: the usual mount points, and mountinfo ---------------------------- */
+
+static pid_t find_pid;
+static ino_t find_want;
+static const char *find_over; /* bind-mounted over this mount point first, in a private namespace */
+static const char *find_src;
+
+static int find_now(void)
+{
+        _cleanup_error_ gh_error_t err = NULL;
+        struct gh_cgroup cg;
+        struct stat st;
+        int r;
+
+        if (find_over && (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                          mount(find_src, find_over, NULL, MS_BIND, NULL) < 0))
+                return report(-1, NULL);
+        r = gh_cgroup_find(find_pid, allow_version, &cg, &err);
+        if (r < 0)
+                return report(r, err);
+        r = fstat(cg.dirfd, &st) < 0 || st.st_ino != find_want ? -1 : 0;
+        if (r < 0) {
+                char m[PATH_MAX + 64];
+                snprintf(m, sizeof(m), "opened %s, not the process's cgroup", cg.path);
+                (void) !write(report_fd, m, strlen(m));
+        }
+        gh_cgroup_close(&cg);
+        return r;
+}
+
+/* The usual mount point and mountinfo open the same directory; a directory there that does not list
+ * the process (a mount of part of the tree over the usual place) is passed over. */
+static void test_find(enum gh_cgroup_version v, const char *root)
+{
+        const char *tag = v == GH_CGROUP_V1 ? "find v1" : "find v2";
+        struct probe p = { 0 };
+        char cg[PATH_MAX], sub[PATH_MAX], procs[PATH_MAX];
+        struct stat st;
+        const char *msg;
+
+        snprintf(cg, sizeof(cg), "%s/gh-find-%d", root, (int) getpid());
+        snprintf(sub, sizeof(sub), "%s/gh-find-%d", cg, (int) getpid());
+        snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+        if (mkdir(cg, 0755) < 0 || mkdir(sub, 0755) < 0 || stat(cg, &st) < 0 || probe_start(&p, procs) < 0) {
+                ok(0, "%s: a cgroup with a process in it and an empty one below of the same name: %m", tag);
+                goto out;
+        }
+        find_pid = p.pid, find_want = st.st_ino, allow_version = v, find_over = find_src = NULL;
+        msg = in_child(find_now);
+        ok(msg && *msg == '\0', "%s: the usual mount point opens the process's cgroup", tag);
+        if (msg && *msg)
+                tap_diag("%s", msg);
+        gh_cgroup_set_known_mounts(false);
+        msg = in_child(find_now);
+        gh_cgroup_set_known_mounts(true);
+        ok(msg && *msg == '\0', "%s: mountinfo opens the same directory", tag);
+        if (msg && *msg)
+                tap_diag("%s", msg);
+        /* Now ROOT shows CG: ROOT/CGPATH is the empty one below, which does not list the process. */
+        find_over = root, find_src = cg;
+        msg = in_child(find_now);
+        ok(msg && *msg == '\0', "%s: a part of the tree mounted over the usual place is passed over", tag);
+        if (msg && *msg)
+                tap_diag("%s", msg);
+out:
+        probe_stop(&p);
+        rmdir(sub);
+        rmdir(cg);
+}
+
 /* --- cgroup v1 ------------------------------------------------------------------------------ */
 
 static int cg_write(const char *cg, const char *file, const char *s)
@@ -835,6 +905,7 @@ int main(void)
 
         test_errors();
         if (stat(V1_ROOT "/devices.allow", &st) == 0) {
+                test_find(GH_CGROUP_V1, V1_ROOT);
                 test_v1(CAPS_ALL);
                 test_v1(CAPS_SYS_ADMIN_ONLY);
                 test_v1_rollback();
@@ -845,6 +916,7 @@ int main(void)
         if (is_cgroup2(v2_root)) {
                 /* No kept ids but in the case about them: the host's /run/gpu-hook is not the tests' */
                 gh_cgroup_bpf_set_id_dir(NULL);
+                test_find(GH_CGROUP_V2, v2_root);
                 test_v2(V2_ONE, BPF_F_ALLOW_MULTI, CAPS_ALL);
                 test_v2(V2_ONE, 0, CAPS_ALL);
                 test_v2(V2_TWO, BPF_F_ALLOW_MULTI, CAPS_ALL);
