@@ -363,7 +363,7 @@ int main(int argc, char **argv)
         GH_STEP("after");
         if (!o.dry_run)
                 gh_hooklog_write(&log, cfg.log.file);
-        GH_STEP("record");
+        GH_STEP("logwrite");
         gh_hooklog_free(&log);
         gh_config_free(&cfg);
         gh_log_close();

@@ -9,6 +9,7 @@
 
 #include "cleanup.h"
 #include "hooklog.h"
+#include "steps.h"
 #include "oci.h"
 #include "strutil.h"
 
@@ -40,6 +41,7 @@ void gh_hooklog_phase(struct gh_hooklog *log, const char *name)
 {
         struct timespec now;
 
+        GH_STEP(name); /* name outlives the process's steps: every caller passes a literal */
         clock_gettime(CLOCK_MONOTONIC, &now);
         gh_hooklog_add(log, name, usec_between(&log->mark, &now));
         log->mark = now;
