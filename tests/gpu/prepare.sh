@@ -11,6 +11,8 @@
 #   bin/runc                    Debian's runc 1.1.5
 #   bin/busybox, bin/time       static busybox for the rootfs; GNU time for peak RSS
 #   bin/timed-run               wall and CPU time of one container start (tests/helpers/timed-run.c)
+#   bin/bpf-progs               the kernel's cgroup device programs, counted (tests/helpers/bpf-progs.c;
+#                               soak.sh's leak check, where bpftool is not installed)
 #   lib/                        every non-glibc shared library those need (ldd).  gpu-cli and gpu-hook
 #                               link libtirpc, libelf, libcap and jansson statically (meson option
 #                               static_deps, on by default) and need only glibc; what remains is
@@ -59,12 +61,12 @@ fi
 # gpu-runtime reads its configuration from the compiled-in default only: the kit's points to a file
 # that run-runtime.sh writes on that machine's /run (a tmpfs; gpu-hook is always given --config).
 meson configure "$BUILD" -Ddefault_config=/run/gpukit/config.json >/dev/null || die "meson configure failed"
-ninja -C "$BUILD" cli/gpu-cli cli/nvidia-cdi-hook hook/gpu-hook runtime/gpu-runtime tests/helpers/timed-run >/dev/null ||
+ninja -C "$BUILD" cli/gpu-cli cli/nvidia-cdi-hook hook/gpu-hook runtime/gpu-runtime tests/helpers/timed-run tests/helpers/bpf-progs >/dev/null ||
         die "build failed; run ninja -C $BUILD"
 
 rm -rf "$KIT"
 mkdir -p "$KIT/bin" "$KIT/lib" "$KIT/tests/gpu" "$KIT/bench"
-cp "$BUILD/cli/gpu-cli" "$BUILD/hook/gpu-hook" "$BUILD/runtime/gpu-runtime" "$BUILD/tests/helpers/timed-run" "$KIT/bin/"
+cp "$BUILD/cli/gpu-cli" "$BUILD/hook/gpu-hook" "$BUILD/runtime/gpu-runtime" "$BUILD/tests/helpers/timed-run" "$BUILD/tests/helpers/bpf-progs" "$KIT/bin/"
 # static: needs nothing of that machine's (run-nvidia-spec.sh checks); gpu-cdi-hook is the same
 # program under the name our specs run (a copy: the kit travels as plain files)
 cp "$BUILD/cli/nvidia-cdi-hook" "$KIT/bin/"
