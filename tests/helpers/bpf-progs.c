@@ -15,10 +15,7 @@
 
 #define MAX_PINS 256
 
-static int sys_bpf(int cmd, union bpf_attr *a)
-{
-        return (int) syscall(SYS_bpf, cmd, a, sizeof(*a));
-}
+static int sys_bpf(int cmd, union bpf_attr *a) { return (int) syscall(SYS_bpf, cmd, a, sizeof(*a)); }
 
 /* The id and type of the program behind fd; -1 when it is not a program. */
 static int prog_info(int fd, uint32_t *id, uint32_t *type)
