@@ -179,6 +179,12 @@ static int open_below(int mntfd, const char *rel, gh_error_t *err)
         return TAKE_FD(cur);
 }
 
+/* The file system type a hierarchy of version v has. */
+static long cgroup_magic(enum gh_cgroup_version v)
+{
+        return v == GH_CGROUP_V1 ? (long) CGROUP_SUPER_MAGIC : (long) CGROUP2_SUPER_MAGIC;
+}
+
 /* Checks the opened cgroup directory FD (below the mount MNTFD) before we write to it. */
 static int check_dir(enum gh_cgroup_version v, int mntfd, int fd)
 {
@@ -188,7 +194,7 @@ static int check_dir(enum gh_cgroup_version v, int mntfd, int fd)
         /* A mount on top of a cgroup directory would send our writes elsewhere. */
         if (fstat(mntfd, &mst) < 0 || fstat(fd, &st) < 0 || fstatfs(fd, &sfs) < 0)
                 return -errno;
-        if (st.st_dev != mst.st_dev || sfs.f_type != (v == GH_CGROUP_V1 ? CGROUP_SUPER_MAGIC : CGROUP2_SUPER_MAGIC))
+        if (st.st_dev != mst.st_dev || (long) sfs.f_type != cgroup_magic(v))
                 return -ENOTDIR;
         return 0;
 }
@@ -253,8 +259,7 @@ static int open_known(enum gh_cgroup_version v, pid_t pid, const char *cgpath, s
                 _cleanup_close_ int mntfd = open(*m, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), fd = -1;
                 struct statfs sfs;
 
-                if (mntfd < 0 || fstatfs(mntfd, &sfs) < 0 ||
-                    sfs.f_type != (v == GH_CGROUP_V1 ? CGROUP_SUPER_MAGIC : CGROUP2_SUPER_MAGIC))
+                if (mntfd < 0 || fstatfs(mntfd, &sfs) < 0 || (long) sfs.f_type != cgroup_magic(v))
                         continue;
                 fd = open_below(mntfd, cgpath + 1, NULL);
                 if (fd < 0 || check_dir(v, mntfd, fd) < 0 || !lists_pid(fd, pid))
