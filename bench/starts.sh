@@ -15,6 +15,9 @@
 # Kinds (runc run /bin/true, GPU kinds: NVIDIA_VISIBLE_DEVICES=all, compute,utility):
 #   none        no hook (the base of the differences)
 #   truehook    /bin/true as createRuntime hook: what runc spends on any hook
+#   sleephook   (not in the default list) /bin/sleep $GH_BENCH_SLEEP (default 0.0015) as createRuntime
+#               hook: a hook that only takes as long as gpu-hook's run.  hook minus sleephook is what
+#               gpu-hook's work costs after the hook has exited (its mounts, device program, files)
 #   nongpu      gpu-hook on a container that asks for no GPU
 #   hook        gpu-hook, all GPUs
 #   hook-req    gpu-hook + NVIDIA_REQUIRE_CUDA=cuda>=12.0, warm driver-state cache
@@ -38,6 +41,7 @@ BENCH_REQ='cuda>=12.0'
 declare -gA BS_LABEL=(
         [none]="no hook"
         [truehook]="/bin/true as createRuntime hook (runc's cost of any hook)"
+        [sleephook]="/bin/sleep ${GH_BENCH_SLEEP:-0.0015} as createRuntime hook (a hook as long as ours, doing nothing)"
         [nongpu]="gpu-hook, container asks for no GPU"
         [hook]="gpu-hook, all GPUs (hook path)"
         [hook-req]="gpu-hook, all GPUs + NVIDIA_REQUIRE_CUDA=$BENCH_REQ, warm cache"
@@ -128,6 +132,7 @@ bench_starts_prepare() {
                 make_bundle "$b" "$T/bs-r-$k" /bin/true || return 1
                 case $k in
                 truehook) bundle_add_hook "$b" createRuntime /bin/true ;;
+                sleephook) bundle_add_hook "$b" createRuntime /bin/sleep "${GH_BENCH_SLEEP:-0.0015}" ;;
                 nongpu | hook | hook-req | hook-cold | hook-base | hook-base-cold)
                         _bs_config "$k" "$T/bs-state-$(case $k in *cold) echo cold ;; *) echo warm ;; esac)/driver-state.json"
                         bundle_add_hook "$b" createRuntime "$(case $k in hook-base*) echo "$GH_BENCH_BASE_HOOK" ;; *) echo "$GPU_HOOK" ;; esac)" \

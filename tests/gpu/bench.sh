@@ -17,7 +17,7 @@
 # fingerprint's cost.  The cache files live in the test's temp dir, never in /run.  --local measures
 # on a machine without a GPU (the GPU rows then say so); GH_BENCH_DRIVER_ROOT=DIR (with --local) runs
 # the start-up table against that driver root, e.g. the fake driver's, to check this script on the
-# CPU machine.
+# CPU machine.  GH_BENCH_STARTS_ONLY=1 stops after the start-up table.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 LOCAL=0
@@ -80,6 +80,8 @@ else
         bench_starts_rss "${GH_BENCH_RSS_RUNS:-5}"
 fi
 echo
+# GH_BENCH_STARTS_ONLY=1: the start-up table, its phases and RSS, nothing after (a lease's minutes).
+[ "${GH_BENCH_STARTS_ONLY:-0}" = 1 ] && exit 0
 
 what="gpu-cli configure alone (--device=all --compute --utility)"
 if [ $HAVE_GPU = 0 ]; then
