@@ -14,6 +14,7 @@
 #include "cgroup.h"
 #include "cleanup.h"
 #include "log.h"
+#include "syscalls.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -155,22 +156,43 @@ int gh_cgroup_find_mount(FILE *mountinfo, enum gh_cgroup_version version, const 
         return 0;
 }
 
-/* Opens REL below the mount MNTFD one component at a time.  cgroupfs has no symlinks, so any
- * symlink, "." or ".." here means the membership text was forged: refuse instead of resolving. */
+/* Opens REL below the mount MNTFD.  cgroupfs has no symlinks, so any symlink, "." or ".." here
+ * means the membership text was forged: refuse instead of resolving.  One openat2 does the walk
+ * (beneath MNTFD, no symlinks, no mount crossed); where the kernel or a seccomp filter refuses
+ * openat2, one component at a time with O_NOFOLLOW (check_dir then catches a mount on the last). */
 static int open_below(int mntfd, const char *rel, gh_error_t *err)
 {
         _cleanup_free_ char *copy = strdup(rel);
-        _cleanup_close_ int cur = fcntl(mntfd, F_DUPFD_CLOEXEC, 3);
+        _cleanup_close_ int cur = -EBADF;
         char *save = NULL;
+        int fd = -1;
 
-        if (copy == NULL || cur < 0)
-                return gh_err(err, errno ? errno : ENOMEM, "opening cgroup %s", rel);
-        for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-                int next;
-
+        if (copy == NULL)
+                return gh_err(err, ENOMEM, "opening cgroup %s", rel);
+        for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save))
                 if (strcmp(c, ".") == 0 || strcmp(c, "..") == 0)
                         return gh_err(err, 0, "cgroup path %s has a '%s' component", rel, c);
-                next = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (rel[strspn(rel, "/")] != '\0') {
+                for (int tries = 0; tries < 8; tries++) {
+                        fd = gh_openat2(mntfd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+                                        RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+                                                RESOLVE_NO_XDEV);
+                        if (fd >= 0 || errno != EAGAIN)
+                                break;
+                }
+                if (fd >= 0)
+                        return fd;
+                if (errno != ENOSYS && errno != EPERM)
+                        return gh_err(err, errno, "opening cgroup directory %s", rel);
+        }
+        cur = fcntl(mntfd, F_DUPFD_CLOEXEC, 3);
+        if (cur < 0)
+                return gh_err(err, errno, "opening cgroup %s", rel);
+        strcpy(copy, rel);
+        save = NULL;
+        for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                int next = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
                 if (next < 0)
                         return gh_err(err, errno, "opening cgroup directory %s", rel);
                 close(cur);

@@ -28,8 +28,9 @@
 # kind against plain's.  Checked after the last start (TAP): no start failed; the host mount table is as before;
 # no process of ours is left (runc, gpu-cli, gpu-hook, gpu-runtime, anything rooted in our temp dir);
 # /run/gpu-hook holds the same files as before; the number of cgroup device programs the kernel
-# holds (bpftool prog show) is as before (a program attached to a cgroup that is gone stays loaded
-# while the dead cgroup lives); the count of dying cgroups (cgroup.stat) is shown.
+# holds (bpftool prog show, else tests/helpers/bpf-progs) is no more than before (a program attached
+# to a cgroup that is gone stays loaded while the dead cgroup lives, so the warm-up start's may still
+# be counted before); the count of dying cgroups (cgroup.stat) is shown.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 FAKE=0 STARTS='' JOBS=16 SEED=${GH_BENCH_SEED:-} ROOTFS_MODE=overlay

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "syscalls.h"
 #include "cleanup.h"
 #include "tap.h"
 
@@ -375,6 +376,7 @@ static pid_t find_pid;
 static ino_t find_want;
 static const char *find_over; /* bind-mounted over this mount point first, in a private namespace */
 static const char *find_src;
+static bool find_no_openat2; /* as on a kernel without openat2: the walk one component at a time */
 
 static int find_now(void)
 {
@@ -383,6 +385,8 @@ static int find_now(void)
         struct stat st;
         int r;
 
+        if (find_no_openat2)
+                gh_syscall_disable(GH_SYS_OPENAT2);
         if (find_over && (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
                           mount(find_src, find_over, NULL, MS_BIND, NULL) < 0))
                 return report(-1, NULL);
@@ -427,12 +431,23 @@ static void test_find(enum gh_cgroup_version v, const char *root)
         ok(msg && *msg == '\0', "%s: mountinfo opens the same directory", tag);
         if (msg && *msg)
                 tap_diag("%s", msg);
-        /* Now ROOT shows CG: ROOT/CGPATH is the empty one below, which does not list the process. */
-        find_over = root, find_src = cg;
+        find_no_openat2 = true;
         msg = in_child(find_now);
-        ok(msg && *msg == '\0', "%s: a part of the tree mounted over the usual place is passed over", tag);
+        ok(msg && *msg == '\0', "%s: without openat2 the walk opens the same directory", tag);
         if (msg && *msg)
                 tap_diag("%s", msg);
+        find_no_openat2 = false;
+        /* Now ROOT shows CG: ROOT/CGPATH is the empty one below, which does not list the process. */
+        find_over = root, find_src = cg;
+        for (int walk = 0; walk < 2; walk++) {
+                find_no_openat2 = walk == 1;
+                msg = in_child(find_now);
+                ok(msg && *msg == '\0', "%s: a part of the tree mounted over the usual place is passed over%s", tag,
+                   walk ? " (without openat2)" : "");
+                if (msg && *msg)
+                        tap_diag("%s", msg);
+        }
+        find_no_openat2 = false;
 out:
         probe_stop(&p);
         rmdir(sub);
